@@ -1,0 +1,36 @@
+# Fresh machine: `make demo` (set up + run on the real corpus), `make test` (set up + tests).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+MIRROR ?= ../shared/corpus
+export REMARK_MIRROR := $(abspath $(MIRROR))
+
+.PHONY: demo test bench lint schemas clean
+
+$(BIN)/remark: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(BIN)/remark
+	$(BIN)/remark run protoqa reddit_v2
+	$(BIN)/remark db
+	$(BIN)/remark stats
+
+test: $(BIN)/remark
+	$(BIN)/ruff check remark_data tests benchmarks
+	$(BIN)/python -m pytest --doctest-modules remark_data tests
+
+bench: $(BIN)/remark
+	$(BIN)/python benchmarks/bench_aggregate.py
+
+lint: $(BIN)/remark
+	$(BIN)/ruff check remark_data tests benchmarks
+	$(BIN)/ruff format --check remark_data tests benchmarks
+
+schemas: $(BIN)/remark
+	$(BIN)/remark schemas export
+
+clean:
+	rm -rf data/runs data/cache data/remark.duckdb

@@ -1,0 +1,190 @@
+"""The `remark` command line: thin wrappers that parse arguments and call the library."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from remark_data.config import Project, load_pipeline_spec
+from remark_data.errors import RemarkError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+schemas_app = typer.Typer(no_args_is_help=True, help="JSON Schema files of the tables.")
+app.add_typer(schemas_app, name="schemas")
+
+console = Console(width=max(Console().width, 120))
+err_console = Console(stderr=True)
+
+
+class _State:
+    debug = False
+    project: Project
+
+
+state = _State()
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks of errors.")] = False,
+    mirror: Annotated[
+        Path | None,
+        typer.Option(
+            help="Offline mirror of the public sources (or REMARK_MIRROR).", show_default=False
+        ),
+    ] = None,
+    project_dir: Annotated[
+        Path | None,
+        typer.Option("--project-dir", help="Project root (default: current directory)."),
+    ] = None,
+) -> None:
+    """remark-data: responder-marginalized reward datasets for GRPO recommenders."""
+    state.debug = debug
+    state.project = Project.from_env(root=project_dir, mirror=mirror)
+
+
+def _print_frame(frame: pl.DataFrame, fmt: OutputFormat, *, title: str | None = None) -> None:
+    if fmt is OutputFormat.csv:
+        sys.stdout.write(frame.write_csv())
+    elif fmt is OutputFormat.json:
+        sys.stdout.write(json.dumps(frame.to_dicts(), indent=2, default=str) + "\n")
+    else:
+        table = Table(title=title)
+        for column in frame.columns:
+            table.add_column(column, overflow="fold")
+        for row in frame.iter_rows():
+            table.add_row(*(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row))
+        console.print(table)
+
+
+@app.command()
+def run(
+    pipelines: Annotated[
+        list[str], typer.Argument(help="Pipeline names (pipelines/<name>.toml) or spec paths.")
+    ],
+    stage: Annotated[
+        list[str] | None, typer.Option("--stage", help="Run only these stages (repeatable).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Re-run stages even if unchanged.")
+    ] = False,
+) -> None:
+    """Run pipelines: scrape → ground → aggregate → stats."""
+    from remark_data.pipeline import STAGES, PipelineRun
+    from remark_data.runner import StageResult
+
+    def report(result: StageResult) -> None:
+        manifest = result.manifest
+        rows = ", ".join(f"{t}={n:,}" for t, n in manifest.get("tables", {}).items())
+        if result.status == "skipped":
+            console.print(f"  [dim]{result.stage}: skipped (inputs and config unchanged)[/dim]")
+        else:
+            console.print(f"  {result.stage}: ran in {manifest['compute_seconds']:.2f}s ({rows})")
+
+    for name in pipelines:
+        spec = load_pipeline_spec(state.project.pipeline_path(name))
+        console.print(f"[bold]{spec.name}[/bold]")
+        with console.status(f"running {spec.name}…"):
+            PipelineRun(spec=spec, project=state.project, force=force, on_stage=report).run(
+                stages=tuple(stage) if stage else STAGES
+            )
+
+
+@app.command()
+def stats(
+    pipelines: Annotated[
+        list[str] | None, typer.Argument(help="Pipelines (default: all run).")
+    ] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Print the label statistics of each pipeline's latest run."""
+    from remark_data.runner import RunStore
+
+    names = pipelines or [p.name for p in sorted(state.project.runs_dir.glob("*")) if p.is_dir()]
+    frames = []
+    for name in names:
+        try:
+            frames.append(RunStore(state.project.runs_dir / name).read("stats", "stats"))
+        except FileNotFoundError:
+            raise RemarkError(f"{name}: no statistics yet; run `remark run {name}` first") from None
+    if not frames:
+        raise RemarkError("no pipeline has been run yet; try `remark run protoqa`")
+    frame = pl.concat(frames)
+    if fmt is OutputFormat.table:
+        frame = frame.select(
+            "dataset",
+            "split",
+            pl.col("n_requests").alias("requests"),
+            pl.col("n_responders").alias("responders"),
+            pl.format(
+                "{} / {} / {}",
+                pl.col("responders_mean").round(1),
+                "responders_median",
+                "responders_max",
+            ).alias("n_x mean/med/max"),
+            pl.col("single_responder_share").alias("n_x = 1"),
+            pl.col("single_mention_share").alias("c_i = 1"),
+            "union_to_sum",
+            pl.format("{} @G={}", pl.col("prop2_bound").round(3), "group_size").alias("prop2"),
+        )
+    _print_frame(frame, fmt, title="ReMaRk label statistics")
+
+
+@app.command()
+def db() -> None:
+    """(Re)create data/remark.duckdb with a view per table of every run."""
+    from remark_data.store import refresh_database
+
+    counts = refresh_database(state.project)
+    console.print(f"{state.project.database_path}: {len(counts)} views")
+    _print_frame(
+        pl.DataFrame({"view": list(counts), "rows": list(counts.values())}), OutputFormat.table
+    )
+
+
+@app.command()
+def sql(
+    query_text: Annotated[str, typer.Argument(metavar="QUERY", help="A read-only SQL query.")],
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Run a read-only SQL query against data/remark.duckdb."""
+    from remark_data.store import query
+
+    _print_frame(query(state.project, query_text), fmt)
+
+
+@schemas_app.command("export")
+def schemas_export(
+    out: Annotated[Path, typer.Option(help="Folder for the JSON Schema files.")] = Path("schemas"),
+) -> None:
+    """Write the JSON Schema of every table."""
+    from remark_data.schemas import export_json_schemas
+
+    target = out if out.is_absolute() else state.project.root / out
+    for path in export_json_schemas(target):
+        console.print(f"wrote {path}")
+
+
+def main() -> None:
+    """Console entry point: user errors become one line on stderr and exit code 2."""
+    try:
+        app()
+    except RemarkError as exc:
+        if state.debug:
+            raise
+        err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)

@@ -1,0 +1,188 @@
+"""Pipeline specs (``pipelines/<name>.toml``) and the project layout they run in.
+
+A spec is declarative: which sources feed which split, which catalog items ground to, and the
+settings of each stage. Loading validates it completely and reports the first problem as one line
+naming the file, the key and what is wrong.
+
+Examples
+--------
+>>> spec = load_pipeline_spec(Path("pipelines/protoqa.toml"))  # doctest: +SKIP
+>>> [s.name for s in spec.sources]  # doctest: +SKIP
+['dev-crowdsourced', 'dev-scraped', 'train']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from remark_data.errors import RemarkError
+
+SourceFormat = Literal[
+    "protoqa_crowdsourced",
+    "protoqa_scraped",
+    "protoqa_train_simplified",
+    "rank_grpo_rows",
+]
+CatalogFormat = Literal["none", "rank_grpo_pickle"]
+GroundMethod = Literal["exact", "normalized"]
+
+#: The files each source format reads, by role.
+FORMAT_FILES: dict[str, tuple[str, ...]] = {
+    "protoqa_crowdsourced": ("answers",),
+    "protoqa_scraped": ("answers",),
+    "protoqa_train_simplified": ("questions", "answers"),
+    "rank_grpo_rows": ("rows",),
+    "rank_grpo_pickle": ("catalog",),
+    "none": (),
+}
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FileRefs(_Spec):
+    """Where a source's files come from: ids in ``data/sources.toml`` or local paths."""
+
+    files: dict[str, str] = Field(default_factory=dict, description="role -> source registry id")
+    paths: dict[str, str] = Field(default_factory=dict, description="role -> local file or folder")
+
+    def _check_roles(self, fmt: str) -> None:
+        wanted = set(FORMAT_FILES[fmt])
+        given = set(self.files) | set(self.paths)
+        if overlap := set(self.files) & set(self.paths):
+            raise ValueError(f"roles {sorted(overlap)} given both as files and paths")
+        if given != wanted:
+            raise ValueError(f"format {fmt!r} needs files {sorted(wanted)}, got {sorted(given)}")
+
+
+class SourceSpec(FileRefs):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    format: SourceFormat
+    split: str = Field(pattern=r"^[a-z0-9_]+$")
+
+    @model_validator(mode="after")
+    def _roles(self) -> SourceSpec:
+        self._check_roles(self.format)
+        return self
+
+
+class CatalogSpec(FileRefs):
+    format: CatalogFormat = "none"
+
+    @model_validator(mode="after")
+    def _roles(self) -> CatalogSpec:
+        self._check_roles(self.format)
+        return self
+
+
+class GroundSpec(_Spec):
+    methods: list[GroundMethod] = Field(
+        default=["exact", "normalized"],
+        min_length=1,
+        description="Key types tried in order: `exact` raw text, `normalized` title.",
+    )
+    year_tolerance: int = Field(default=2, ge=0, le=10)
+
+
+class StatsSpec(_Spec):
+    group_size: int = Field(default=8, ge=2, description="G for the Proposition 2 bound.")
+
+
+class PipelineSpec(_Spec):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
+    description: str = ""
+    sources: list[SourceSpec] = Field(min_length=1)
+    catalog: CatalogSpec = CatalogSpec()
+    ground: GroundSpec = GroundSpec()
+    stats: StatsSpec = StatsSpec()
+
+    @model_validator(mode="after")
+    def _unique_sources(self) -> PipelineSpec:
+        names = [s.name for s in self.sources]
+        if len(names) != len(set(names)):
+            raise ValueError(f"source names must be unique, got {names}")
+        return self
+
+    def section_hash(self, *sections: str) -> str:
+        """sha256 of the named top-level sections, the config part of a stage fingerprint."""
+        dumped = self.model_dump(mode="json")
+        payload = json.dumps({s: dumped[s] for s in sections}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _format_validation_error(path: Path, error: ValidationError) -> str:
+    first = error.errors()[0]
+    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    message = first["msg"]
+    if first["type"] == "extra_forbidden":
+        message = "unknown key"
+    return f"{path}: {key}: {message}"
+
+
+def load_pipeline_spec(path: Path) -> PipelineSpec:
+    """Parse and validate a pipeline spec; raises `RemarkError` with a one-line message."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise RemarkError(f"{path}: no such pipeline spec") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RemarkError(f"{path}: malformed TOML: {exc}") from None
+    try:
+        return PipelineSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise RemarkError(_format_validation_error(path, exc)) from None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Project:
+    """Where a project keeps its specs, source registry, runs and database.
+
+    `root` is the project directory (the current one by default); `mirror` an offline copy of
+    the public sources (``--mirror`` or ``REMARK_MIRROR``).
+    """
+
+    root: Path
+    mirror: Path | None = None
+
+    @classmethod
+    def from_env(cls, *, root: Path | None = None, mirror: Path | None = None) -> Project:
+        env_mirror = os.environ.get("REMARK_MIRROR")
+        return cls(
+            root=(root or Path.cwd()).resolve(),
+            mirror=mirror or (Path(env_mirror) if env_mirror else None),
+        )
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.data_dir / "runs"
+
+    @property
+    def database_path(self) -> Path:
+        return self.data_dir / "remark.duckdb"
+
+    @property
+    def sources_registry(self) -> Path:
+        return self.data_dir / "sources.toml"
+
+    def pipeline_path(self, name_or_path: str) -> Path:
+        """A spec path: an existing file as given, else ``pipelines/<name>.toml``."""
+        candidate = Path(name_or_path)
+        if candidate.suffix == ".toml":
+            return candidate if candidate.is_absolute() else self.root / candidate
+        return self.root / "pipelines" / f"{name_or_path}.toml"
+
+    def pipeline_names(self) -> list[str]:
+        return sorted(p.stem for p in (self.root / "pipelines").glob("*.toml"))

@@ -1,0 +1,149 @@
+"""Stage 3, ground: mentions -> catalog items, columnar over all mentions at once.
+
+Key types are tried in the spec's order (`exact` raw text, then `normalized` title); a key hit
+is accepted when the years agree within the tolerance, the nearest year winning. Items scoped to
+a request (ProtoQA clusters) only match mentions of that request. Unmatched and ambiguous
+mentions are kept, with a reason, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import polars as pl
+
+from remark_data.frames import with_normalized_key
+
+_GROUNDING_COLUMNS = ("dataset", "request_id", "mention_id", "item_id", "status", "score", "reason")
+
+
+def catalog_keys(catalog: pl.DataFrame) -> pl.DataFrame:
+    """One row per (item, name) with its exact and normalised key."""
+    names = (
+        catalog.select(
+            "item_id",
+            "scope",
+            pl.col("year").alias("item_year"),
+            pl.concat_list(pl.col("title"), pl.col("aliases")).alias("name"),
+        )
+        .explode("name")
+        .unique(["item_id", "name"])
+    )
+    return with_normalized_key(names, "name", alias="normalized").rename({"name": "exact"})
+
+
+def _candidates(pending: pl.DataFrame, keys: pl.DataFrame, method: str) -> pl.DataFrame:
+    key = keys.select("item_id", "scope", "item_year", pl.col(method).alias("key"))
+    scoped = pending.join(
+        key.filter(pl.col("scope").is_not_null()),
+        left_on=["request_id", "key"],
+        right_on=["scope", "key"],
+    )
+    unscoped = pending.join(key.filter(pl.col("scope").is_null()).drop("scope"), on="key")
+    return pl.concat([scoped, unscoped], how="diagonal_relaxed")
+
+
+def ground_mentions(
+    mentions: pl.DataFrame,
+    catalog: pl.DataFrame,
+    *,
+    methods: Sequence[str],
+    year_tolerance: int,
+) -> pl.DataFrame:
+    """The `groundings` table: one row per mention.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> catalog = pl.DataFrame({"item_id": ["m1"], "title": ["Arrival"], "year": [2016],
+    ...     "aliases": [[]], "scope": [None]}, schema_overrides={"scope": pl.String})
+    >>> mentions = pl.DataFrame({"dataset": ["d"], "request_id": ["r"], "mention_id": ["x#0"],
+    ...     "surface": ["ARRIVAL"], "year": [2017]})
+    >>> out = ground_mentions(mentions, catalog, methods=["normalized"], year_tolerance=2)
+    >>> out["status"].item()
+    'year_tolerance'
+    """
+    keys = catalog_keys(catalog)
+    pending = mentions.select("dataset", "request_id", "mention_id", "surface", "year")
+    resolved: list[pl.DataFrame] = []
+    nearest_miss: list[pl.DataFrame] = []
+    for method in methods:
+        if pending.is_empty():
+            break
+        probe = (
+            pending.with_columns(pl.col("surface").alias("key"))
+            if method == "exact"
+            else with_normalized_key(pending, "surface")
+        )
+        candidates = _candidates(probe, keys, method).with_columns(
+            pl.when(pl.col("year").is_null() | pl.col("item_year").is_null())
+            .then(0)
+            .otherwise((pl.col("year") - pl.col("item_year")).abs())
+            .alias("distance")
+        )
+        within = candidates.filter(pl.col("distance") <= year_tolerance)
+        best = (
+            within.filter(pl.col("distance") == pl.col("distance").min().over("mention_id"))
+            .group_by("mention_id")
+            .agg(
+                pl.col("item_id").unique().sort().alias("item_ids"),
+                pl.col("distance").first(),
+            )
+        )
+        decided = pending.join(best, on="mention_id").select(
+            *_base(),
+            pl.when(pl.col("item_ids").list.len() == 1)
+            .then(pl.col("item_ids").list.first())
+            .alias("item_id"),
+            pl.when(pl.col("item_ids").list.len() > 1)
+            .then(pl.lit("ambiguous"))
+            .when(pl.col("distance") > 0)
+            .then(pl.lit("year_tolerance"))
+            .otherwise(pl.lit(method))
+            .alias("status"),
+            pl.lit(100.0).alias("score"),
+            pl.when(pl.col("item_ids").list.len() > 1)
+            .then(
+                pl.format(
+                    "{} items match: {}",
+                    pl.col("item_ids").list.len(),
+                    pl.col("item_ids").list.join(", "),
+                )
+            )
+            .alias("reason"),
+        )
+        resolved.append(decided)
+        nearest_miss.append(
+            candidates.join(best, on="mention_id", how="anti")
+            .group_by("mention_id")
+            .agg(pl.col("item_year").sort_by("distance").first().alias("nearest_year"))
+        )
+        pending = pending.join(best, on="mention_id", how="anti")
+    misses = pl.concat(nearest_miss).unique("mention_id") if nearest_miss else None
+    unmatched = pending
+    if misses is not None and not misses.is_empty():
+        unmatched = unmatched.join(misses, on="mention_id", how="left")
+    else:
+        unmatched = unmatched.with_columns(pl.lit(None, dtype=pl.Int64).alias("nearest_year"))
+    unmatched = unmatched.select(
+        *_base(),
+        pl.lit(None, dtype=pl.String).alias("item_id"),
+        pl.lit("unmatched").alias("status"),
+        pl.lit(0.0).alias("score"),
+        pl.when(pl.col("nearest_year").is_not_null())
+        .then(
+            pl.format(
+                "year {} outside ±{} of catalog year {}",
+                "year",
+                pl.lit(year_tolerance),
+                "nearest_year",
+            )
+        )
+        .otherwise(pl.lit("no catalog key"))
+        .alias("reason"),
+    )
+    return pl.concat([*resolved, unmatched], how="vertical_relaxed").select(_GROUNDING_COLUMNS)
+
+
+def _base() -> list[pl.Expr]:
+    return [pl.col("dataset"), pl.col("request_id"), pl.col("mention_id")]

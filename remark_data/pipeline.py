@@ -1,0 +1,194 @@
+"""Runs a pipeline spec through its stages: scrape → ground → aggregate → stats.
+
+Each stage is a function of (spec, upstream tables, input files) -> `StageOutput`, wrapped by
+`run_stage` for fingerprinting, skipping and atomic commits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from remark_data.aggregate import build_labels
+from remark_data.catalogs import load_catalog
+from remark_data.config import PipelineSpec, Project, SourceSpec
+from remark_data.errors import RemarkError
+from remark_data.ground import ground_mentions
+from remark_data.runner import Fingerprint, RunStore, StageOutput, StageResult, run_stage
+from remark_data.schemas import conform
+from remark_data.scrape import ScrapedSource
+from remark_data.scrape.protoqa import read_protoqa_dev, read_protoqa_train
+from remark_data.scrape.rank_grpo import read_rank_grpo_rows
+from remark_data.sources import Fetcher
+from remark_data.stats import label_stats
+
+STAGES = ("scrape", "ground", "aggregate", "stats")
+
+#: Which stages' tables each stage reads.
+UPSTREAM: dict[str, tuple[str, ...]] = {
+    "scrape": (),
+    "ground": ("scrape",),
+    "aggregate": ("scrape", "ground"),
+    "stats": ("aggregate",),
+}
+#: Which spec sections each stage's output depends on.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "scrape": ("name", "sources"),
+    "ground": ("catalog", "ground"),
+    "aggregate": (),
+    "stats": ("stats",),
+}
+
+
+def read_source(spec: PipelineSpec, source: SourceSpec, files: dict[str, Path]) -> ScrapedSource:
+    common = {"dataset": spec.name, "source": source.name, "split": source.split}
+    match source.format:
+        case "protoqa_crowdsourced" | "protoqa_scraped":
+            return read_protoqa_dev(files["answers"], **common)
+        case "protoqa_train_simplified":
+            return read_protoqa_train(files["questions"], files["answers"], **common)
+        case "rank_grpo_rows":
+            return read_rank_grpo_rows(files["rows"], **common)
+    raise RemarkError(f"unknown source format {source.format!r}")
+
+
+@dataclass(kw_only=True)
+class PipelineRun:
+    """One spec bound to a project: resolves inputs, fingerprints and runs stages."""
+
+    spec: PipelineSpec
+    project: Project
+    force: bool = False
+    on_stage: Callable[[StageResult], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.fetcher = Fetcher(self.project)
+        self.store = RunStore(self.project.runs_dir / self.spec.name)
+
+    # -- inputs -----------------------------------------------------------------------------
+    def _source_files(self) -> dict[str, dict[str, Path]]:
+        return {
+            s.name: self.fetcher.resolve(files=s.files, paths=s.paths) for s in self.spec.sources
+        }
+
+    def _catalog_files(self) -> dict[str, Path]:
+        return self.fetcher.resolve(files=self.spec.catalog.files, paths=self.spec.catalog.paths)
+
+    def _inputs(self, stage: str) -> dict[str, dict[str, str]]:
+        named: dict[str, Path] = {}
+        if stage == "scrape":
+            for source, files in self._source_files().items():
+                named.update({f"{source}.{role}": path for role, path in files.items()})
+        elif stage == "ground":
+            named.update({f"catalog.{role}": p for role, p in self._catalog_files().items()})
+        return {
+            name: {"path": str(path), "sha256": self.fetcher.fingerprint(path)}
+            for name, path in named.items()
+        }
+
+    def _fingerprint(self, stage: str) -> Fingerprint:
+        upstream = {}
+        for name in UPSTREAM[stage]:
+            manifest = self.store.manifest(name)
+            if manifest is None:
+                raise RemarkError(f"{self.spec.name}: stage {stage!r} needs {name!r}; run it first")
+            upstream[name] = manifest["fingerprint"]
+        return Fingerprint(
+            config_hash=self.spec.section_hash(*SECTIONS[stage]),
+            inputs=self._inputs(stage),
+            upstream=upstream,
+        )
+
+    # -- stages -----------------------------------------------------------------------------
+    def _scrape(self) -> StageOutput:
+        files = self._source_files()
+        parts = [read_source(self.spec, s, files[s.name]) for s in self.spec.sources]
+        stats: dict[str, int | float] = {}
+        for source, part in zip(self.spec.sources, parts, strict=True):
+            stats.update({f"{source.name}.{k}": v for k, v in part.stats.items()})
+            stats[f"{source.name}.requests"] = part.requests.height
+        tables = {
+            name: pl.concat([conform(getattr(p, name), name) for p in parts])
+            for name in ("requests", "responses", "mentions", "catalog")
+        }
+        duplicated = tables["requests"].filter(pl.col("request_id").is_duplicated())
+        if not duplicated.is_empty():
+            raise RemarkError(
+                f"{self.spec.name}: request id {duplicated['request_id'][0]!r} "
+                "appears in two sources"
+            )
+        return StageOutput(tables=tables, stats=stats)
+
+    def _ground(self) -> StageOutput:
+        scoped = self.store.read("scrape", "catalog")
+        global_catalog = load_catalog(
+            self.spec.catalog.format, self._catalog_files(), dataset=self.spec.name
+        )
+        catalog = (
+            scoped
+            if global_catalog is None
+            else pl.concat([conform(global_catalog, "catalog"), scoped])
+        )
+        groundings = ground_mentions(
+            self.store.read("scrape", "mentions"),
+            catalog,
+            methods=self.spec.ground.methods,
+            year_tolerance=self.spec.ground.year_tolerance,
+        )
+        by_status = groundings.group_by("status").len()
+        stats: dict[str, int | float] = {
+            f"mentions.{status}": n for status, n in by_status.iter_rows()
+        }
+        stats["catalog_items"] = catalog.height
+        return StageOutput(tables={"catalog": catalog, "groundings": groundings}, stats=stats)
+
+    def _aggregate(self) -> StageOutput:
+        labels, counters = build_labels(
+            requests=self.store.read("scrape", "requests"),
+            responses=self.store.read("scrape", "responses"),
+            mentions=self.store.read("scrape", "mentions"),
+            groundings=self.store.read("ground", "groundings"),
+            catalog=self.store.read("ground", "catalog"),
+        )
+        return StageOutput(tables={"labels": labels}, stats=dict(counters))
+
+    def _stats(self) -> StageOutput:
+        labels = self.store.read("aggregate", "labels")
+        stats = label_stats(labels, group_size=self.spec.stats.group_size)
+        return StageOutput(
+            tables={"stats": stats},
+            files={"stats.json": json.dumps(stats.to_dicts(), indent=2) + "\n"},
+        )
+
+    def run(self, *, stages: tuple[str, ...] = STAGES) -> list[StageResult]:
+        unknown = [s for s in stages if s not in STAGES]
+        if unknown:
+            raise RemarkError(f"unknown stage {unknown[0]!r} (stages: {', '.join(STAGES)})")
+        compute = {
+            "scrape": self._scrape,
+            "ground": self._ground,
+            "aggregate": self._aggregate,
+            "stats": self._stats,
+        }
+        results = []
+        for stage in STAGES:
+            if stage not in stages:
+                continue
+            result = run_stage(
+                self.store,
+                pipeline=self.spec.name,
+                stage=stage,
+                fingerprint=self._fingerprint(stage),
+                config={s: self.spec.model_dump(mode="json")[s] for s in SECTIONS[stage]},
+                compute=compute[stage],
+                force=self.force,
+            )
+            self.fetcher.hashes.save()
+            if self.on_stage is not None:
+                self.on_stage(result)
+            results.append(result)
+        return results

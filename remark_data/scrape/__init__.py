@@ -1,0 +1,28 @@
+"""Stage 1, scrape: bring requests, responders and their (pre-extracted) mentions in.
+
+Every reader returns a `ScrapedSource`; the scrape stage concatenates them over a pipeline's
+sources. Readers build answer-level frames and expand them in polars, never row by row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from remark_data.schemas import TABLES, polars_schema
+
+
+def empty(table: str) -> pl.DataFrame:
+    return pl.DataFrame(schema=polars_schema(TABLES[table]))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScrapedSource:
+    """The tables one source contributes; `catalog` holds request-scoped items only."""
+
+    requests: pl.DataFrame
+    responses: pl.DataFrame
+    mentions: pl.DataFrame
+    catalog: pl.DataFrame = field(default_factory=lambda: empty("catalog"))
+    stats: dict[str, int] = field(default_factory=dict)

@@ -1,0 +1,67 @@
+"""The DuckDB database: every table of every pipeline run as a view.
+
+Views read the parquet files through the stage symlinks, so they always show the latest
+committed version. For each table there is ``<pipeline>__<table>`` and a ``<table>`` view that
+unions all pipelines (the tables share one schema).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from remark_data.config import Project
+from remark_data.errors import RemarkError
+from remark_data.runner import RunStore
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _literal(path: Path) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def refresh_database(project: Project) -> dict[str, int]:
+    """(Re)create the views in ``data/remark.duckdb``; returns view name -> row count."""
+    by_table: dict[str, list[tuple[str, Path]]] = {}
+    if project.runs_dir.is_dir():
+        for run_dir in sorted(p for p in project.runs_dir.iterdir() if p.is_dir()):
+            for table, path in RunStore(run_dir).committed_tables().items():
+                by_table.setdefault(table, []).append((run_dir.name, path))
+    project.data_dir.mkdir(parents=True, exist_ok=True)
+    tmp = project.database_path.with_name(f".{project.database_path.name}.tmp-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    counts: dict[str, int] = {}
+    with duckdb.connect(str(tmp)) as con:
+        for table, runs in sorted(by_table.items()):
+            for pipeline, path in runs:
+                view = f"{pipeline}__{table}"
+                con.execute(
+                    f"CREATE VIEW {_quote(view)} AS SELECT * FROM read_parquet({_literal(path)})"
+                )
+                counts[view] = con.execute(f"SELECT count(*) FROM {_quote(view)}").fetchone()[0]  # type: ignore[index]
+            union = " UNION ALL BY NAME ".join(
+                f"SELECT * FROM {_quote(f'{p}__{table}')}" for p, _ in runs
+            )
+            con.execute(f"CREATE VIEW {_quote(table)} AS {union}")
+            counts[table] = con.execute(f"SELECT count(*) FROM {_quote(table)}").fetchone()[0]  # type: ignore[index]
+    tmp.replace(project.database_path)
+    return counts
+
+
+def query(project: Project, sql: str) -> pl.DataFrame:
+    """Run a read-only query against the database (refreshing it first if it does not exist)."""
+    if not project.database_path.exists():
+        refresh_database(project)
+    try:
+        with duckdb.connect(str(project.database_path), read_only=True) as con:
+            relation = con.sql(sql)
+            return pl.DataFrame() if relation is None else relation.pl()
+    except duckdb.Error as exc:
+        message = str(exc).splitlines()[0]
+        raise RemarkError(f"SQL error: {message}") from None

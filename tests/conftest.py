@@ -1,0 +1,42 @@
+"""Shared fixtures: a throwaway project that reads the real corpus as its offline mirror."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from remark_data.config import Project, load_pipeline_spec
+from remark_data.pipeline import PipelineRun
+from remark_data.runner import RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = (REPO / ".." / "shared" / "corpus").resolve()
+
+
+def make_project(root: Path) -> Project:
+    """A project folder with the repository's specs and source registry, mirroring the corpus."""
+    shutil.copytree(REPO / "pipelines", root / "pipelines")
+    (root / "data").mkdir(parents=True)
+    shutil.copy(REPO / "data" / "sources.toml", root / "data" / "sources.toml")
+    return Project(root=root, mirror=CORPUS)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return make_project(tmp_path / "project")
+
+
+@pytest.fixture(scope="session")
+def built_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """Both foundation pipelines run once per session on the real corpus."""
+    project = make_project(tmp_path_factory.mktemp("built") / "project")
+    for name in ("protoqa", "reddit_v2"):
+        spec = load_pipeline_spec(project.pipeline_path(name))
+        PipelineRun(spec=spec, project=project).run()
+    return project
+
+
+def store(project: Project, pipeline: str) -> RunStore:
+    return RunStore(project.runs_dir / pipeline)

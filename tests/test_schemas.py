@@ -1,0 +1,49 @@
+import json
+
+import polars as pl
+
+from remark_data.schemas import TABLES, Label, conform, json_schemas, polars_schema
+from tests.conftest import REPO
+
+
+def test_checked_in_json_schemas_are_current() -> None:
+    expected = json_schemas()
+    on_disk = {p.name: p.read_text() for p in (REPO / "schemas").glob("*.schema.json")}
+    assert on_disk == expected, "schemas/ is stale: run `remark schemas export`"
+
+
+def test_every_table_has_a_schema_file_with_its_fields() -> None:
+    for name, model in TABLES.items():
+        schema = json.loads(json_schemas()[f"{name}.schema.json"])
+        assert set(schema["properties"]) == set(model.model_fields)
+
+
+def test_polars_schema_follows_the_models() -> None:
+    schema = polars_schema(Label)
+    assert schema["n_responders"] == pl.Int64
+    assert schema["responder_item_ids"] == pl.List(pl.List(pl.String))
+    item = schema["items"].inner  # type: ignore[attr-defined]
+    assert dict(item)["year"] == pl.Int64 and dict(item)["p_hat"] == pl.Float64
+
+
+def test_conform_orders_and_casts_columns_and_rejects_missing_ones() -> None:
+    frame = pl.DataFrame(
+        {
+            "score": [1],
+            "status": ["exact"],
+            "item_id": ["i"],
+            "mention_id": ["m"],
+            "request_id": ["r"],
+            "dataset": ["d"],
+            "reason": [None],
+        }
+    )
+    out = conform(frame, "groundings")
+    assert out.columns == list(polars_schema(TABLES["groundings"]))
+    assert out["score"].dtype == pl.Float64
+    try:
+        conform(frame.drop("reason"), "groundings")
+    except ValueError as exc:
+        assert "reason" in str(exc)
+    else:
+        raise AssertionError("missing column accepted")
