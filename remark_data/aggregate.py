@@ -6,37 +6,81 @@ once); p̂_i = c_i / n_x; the union is {i : c_i ≥ 1}. Only `recommended` menti
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 MATCHED = ("exact", "normalized", "year_tolerance", "fuzzy")
+
+
+def _responder_slots(responder_items: pl.LazyFrame, n_responders: pl.DataFrame) -> pl.DataFrame:
+    """Distinct (request, responder, item) rows, each with its flat responder `slot`, sorted.
+
+    Responder j of the request in row x of `n_responders` has slot ``Σ_{x' < x} n_x' + j``, so a
+    sort by (slot, item) orders every responder's items and duplicate mentions become adjacent
+    rows: dropping them needs a comparison with the previous row, not a hash table.
+    """
+    offsets = n_responders.select(
+        "request_id",
+        (pl.col("n_responders").cum_sum() - pl.col("n_responders")).alias("request_offset"),
+    )
+    slots = (
+        responder_items.join(offsets.lazy(), on="request_id")
+        .select(
+            "request_id",
+            (pl.col("request_offset") + pl.col("responder_index")).alias("slot"),
+            "item_id",
+        )
+        .sort("slot", "item_id")
+        .collect(engine="in-memory")
+    )
+    repeated = (pl.col("slot") == pl.col("slot").shift(1)) & (
+        pl.col("item_id") == pl.col("item_id").shift(1)
+    )
+    return slots.filter(~repeated.fill_null(False))
+
+
+def _responder_lists(slots: pl.DataFrame, n_responders: pl.DataFrame) -> pl.Series:
+    """list[list[item_id]] per row of `n_responders`, cut from the sorted slots by offsets."""
+    request_offsets = np.zeros(n_responders.height + 1, dtype=np.int64)
+    np.cumsum(n_responders["n_responders"].to_numpy(), out=request_offsets[1:])
+    per_slot = np.bincount(slots["slot"].to_numpy(), minlength=int(request_offsets[-1]))
+    slot_offsets = np.zeros(len(per_slot) + 1, dtype=np.int64)
+    np.cumsum(per_slot, out=slot_offsets[1:])
+    items = slots["item_id"].to_arrow(compat_level=pl.CompatLevel.oldest())  # large_string
+    inner = pa.LargeListArray.from_arrays(pa.array(slot_offsets), items)
+    outer = pa.LargeListArray.from_arrays(pa.array(request_offsets), inner)
+    return pl.Series("responder_item_ids", outer).cast(pl.List(pl.List(pl.String)))
 
 
 def build_labels(
     *,
     requests: pl.DataFrame,
     responses: pl.DataFrame,
-    mentions: pl.DataFrame,
     groundings: pl.DataFrame,
     catalog: pl.DataFrame,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """The `labels` table (one row per request with ≥ 1 responder) and counters."""
-    grounded = mentions.join(
-        groundings.filter(pl.col("status").is_in(MATCHED)).select("mention_id", "item_id"),
-        on="mention_id",
+    grounded = groundings.lazy().filter(pl.col("status").is_in(MATCHED))
+    responder_items = grounded.filter(
+        (pl.col("role") == "response") & (pl.col("stance") == "recommended")
+    ).select("request_id", "responder_index", "item_id")
+    n_responders = (
+        responses.group_by("request_id")
+        .agg(pl.len().alias("n_responders"))
+        .join(requests.select("request_id", "split"), on="request_id")
+        .sort("split", "request_id")
+        .drop("split")
     )
-    responder_items = (
-        grounded.filter((pl.col("role") == "response") & (pl.col("stance") == "recommended"))
-        .select("request_id", "response_id", "item_id")
-        .unique()
-    )
-    n_responders = responses.group_by("request_id").agg(pl.len().alias("n_responders"))
+    slots = _responder_slots(responder_items, n_responders)
     items = (
-        responder_items.group_by("request_id", "item_id")
+        slots.lazy()
+        .group_by("request_id", "item_id")
         .agg(pl.len().alias("count"))
-        .join(n_responders, on="request_id")
+        .join(n_responders.lazy(), on="request_id")
         .with_columns((pl.col("count") / pl.col("n_responders")).alias("p_hat"))
         .join(
-            catalog.select("item_id", "title", "year", "creator").unique("item_id"),
+            catalog.lazy().select("item_id", "title", "year", "creator").unique("item_id"),
             on="item_id",
             how="left",
         )
@@ -54,23 +98,6 @@ def build_labels(
             pl.col("title_year").alias("groundtruth_with_release_year"),
         )
     )
-    # Responders in source order, each with its (possibly empty) item list, item ids sorted.
-    per_responder = (
-        responses.select("request_id", "response_id")
-        .with_row_index("order")
-        .join(
-            responder_items.group_by("response_id").agg(pl.col("item_id").sort().alias("ids")),
-            on="response_id",
-            how="left",
-        )
-        .sort("order")
-        .group_by("request_id", maintain_order=True)
-        .agg(
-            pl.col("ids")
-            .fill_null(pl.lit([], dtype=pl.List(pl.String)))
-            .alias("responder_item_ids")
-        )
-    )
     seen = (
         grounded.filter(pl.col("role") == "seen")
         .group_by("request_id")
@@ -78,21 +105,22 @@ def build_labels(
     )
     empty_ids = pl.lit([], dtype=pl.List(pl.String))
     labels = (
-        requests.join(n_responders, on="request_id", how="inner")
-        .join(items, on="request_id", how="left")
-        .join(per_responder, on="request_id", how="left")
-        .join(seen, on="request_id", how="left")
+        n_responders.with_columns(_responder_lists(slots, n_responders))
+        .lazy()
+        .join(requests.lazy(), on="request_id", maintain_order="left")
+        .join(items, on="request_id", how="left", maintain_order="left")
+        .join(seen, on="request_id", how="left", maintain_order="left")
         .with_columns(
             pl.col("union_item_ids").fill_null(empty_ids),
             pl.col("seen_item_ids").fill_null(empty_ids),
             pl.col("groundtruth_with_release_year").fill_null(
                 pl.lit([], dtype=pl.List(pl.List(pl.String)))
             ),
-            pl.col("items").fill_null(
-                pl.lit([], dtype=pl.List(items.schema["items"].inner))  # type: ignore[union-attr]
-            ),
         )
-        .sort("split", "request_id")
+        .collect(engine="in-memory")
+    )
+    labels = labels.with_columns(
+        pl.col("items").fill_null(pl.lit([], dtype=labels.schema["items"]))
     )
     counters = {
         "requests_without_responders": requests.height - labels.height,

@@ -14,7 +14,16 @@ import polars as pl
 
 from remark_data.frames import with_normalized_key
 
-_GROUNDING_COLUMNS = ("dataset", "request_id", "mention_id", "item_id", "status", "score", "reason")
+_CARRIED = (
+    "dataset",
+    "request_id",
+    "response_id",
+    "responder_index",
+    "mention_id",
+    "role",
+    "stance",
+)
+_GROUNDING_COLUMNS = (*_CARRIED, "item_id", "status", "score", "reason")
 
 
 def catalog_keys(catalog: pl.DataFrame) -> pl.DataFrame:
@@ -57,14 +66,15 @@ def ground_mentions(
     >>> import polars as pl
     >>> catalog = pl.DataFrame({"item_id": ["m1"], "title": ["Arrival"], "year": [2016],
     ...     "aliases": [[]], "scope": [None]}, schema_overrides={"scope": pl.String})
-    >>> mentions = pl.DataFrame({"dataset": ["d"], "request_id": ["r"], "mention_id": ["x#0"],
-    ...     "surface": ["ARRIVAL"], "year": [2017]})
+    >>> mentions = pl.DataFrame({"dataset": ["d"], "request_id": ["r"], "response_id": ["x"],
+    ...     "responder_index": [0], "mention_id": ["x#0"], "role": ["response"],
+    ...     "stance": ["recommended"], "surface": ["ARRIVAL"], "year": [2017]})
     >>> out = ground_mentions(mentions, catalog, methods=["normalized"], year_tolerance=2)
     >>> out["status"].item()
     'year_tolerance'
     """
     keys = catalog_keys(catalog)
-    pending = mentions.select("dataset", "request_id", "mention_id", "surface", "year")
+    pending = mentions.select(*_CARRIED, "surface", "year")
     resolved: list[pl.DataFrame] = []
     nearest_miss: list[pl.DataFrame] = []
     for method in methods:
@@ -146,4 +156,4 @@ def ground_mentions(
 
 
 def _base() -> list[pl.Expr]:
-    return [pl.col("dataset"), pl.col("request_id"), pl.col("mention_id")]
+    return [pl.col(c) for c in _CARRIED]

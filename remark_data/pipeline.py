@@ -150,7 +150,6 @@ class PipelineRun:
         labels, counters = build_labels(
             requests=self.store.read("scrape", "requests"),
             responses=self.store.read("scrape", "responses"),
-            mentions=self.store.read("scrape", "mentions"),
             groundings=self.store.read("ground", "groundings"),
             catalog=self.store.read("ground", "catalog"),
         )

@@ -45,6 +45,9 @@ class Response(_Row):
     dataset: str
     request_id: str
     response_id: str
+    responder_index: int = Field(
+        description="Position of the responder within its request, 0-based."
+    )
     responder_id: str = Field(description="Distinct author within the request, or a synthetic id.")
     text: str | None = Field(description="The response text, when the source has it.")
 
@@ -56,6 +59,9 @@ class Mention(_Row):
     request_id: str
     response_id: str | None = Field(
         description="Null for mentions of the request itself (seen items)."
+    )
+    responder_index: int | None = Field(
+        description="The responder's position; null for seen items."
     )
     mention_id: str
     role: Literal["response", "seen"]
@@ -69,11 +75,18 @@ class Mention(_Row):
 
 
 class Grounding(_Row):
-    """The catalog item a mention resolved to, or why it did not resolve."""
+    """The catalog item a mention resolved to, or why it did not resolve.
+
+    Carries the mention's response, role and stance so aggregation reads this table alone.
+    """
 
     dataset: str
     request_id: str
+    response_id: str | None
+    responder_index: int | None
     mention_id: str
+    role: Literal["response", "seen"]
+    stance: Literal["recommended", "mentioned", "disliked"]
     item_id: str | None
     status: Literal["exact", "normalized", "year_tolerance", "fuzzy", "unmatched", "ambiguous"]
     score: float = Field(description="Match score in [0, 100]; 100 for exact keys.")

@@ -1,6 +1,7 @@
 import json
 
 import polars as pl
+import pytest
 
 from remark_data.schemas import TABLES, Label, conform, json_schemas, polars_schema
 from tests.conftest import REPO
@@ -36,14 +37,14 @@ def test_conform_orders_and_casts_columns_and_rejects_missing_ones() -> None:
             "request_id": ["r"],
             "dataset": ["d"],
             "reason": [None],
+            "response_id": ["x"],
+            "responder_index": [0],
+            "role": ["response"],
+            "stance": ["recommended"],
         }
     )
     out = conform(frame, "groundings")
     assert out.columns == list(polars_schema(TABLES["groundings"]))
     assert out["score"].dtype == pl.Float64
-    try:
+    with pytest.raises(ValueError, match=r"missing columns \['reason'\]"):
         conform(frame.drop("reason"), "groundings")
-    except ValueError as exc:
-        assert "reason" in str(exc)
-    else:
-        raise AssertionError("missing column accepted")

@@ -48,13 +48,15 @@ def _expand(
         .with_columns(pl.int_ranges(0, "count").alias("k"))
         .explode("k")
         .with_columns(
-            pl.format("{}/a{}/{}", "request_id", "answer_index", "k").alias("response_id")
+            pl.format("{}/a{}/{}", "request_id", "answer_index", "k").alias("response_id"),
+            pl.int_range(pl.len()).over("request_id").alias("responder_index"),
         )
     )
     mentions = responses.select(
         pl.lit(dataset).alias("dataset"),
         "request_id",
         "response_id",
+        "responder_index",
         (pl.col("response_id") + "#0").alias("mention_id"),
         pl.lit("response").alias("role"),
         pl.col("answer").alias("surface"),
@@ -67,6 +69,7 @@ def _expand(
         pl.lit(dataset).alias("dataset"),
         "request_id",
         "response_id",
+        "responder_index",
         pl.col("response_id").alias("responder_id"),
         pl.col("answer").alias("text"),
     )

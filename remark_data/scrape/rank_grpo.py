@@ -92,8 +92,9 @@ def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) ->
     prompts = prompts.with_columns(
         pl.Series("request_id", [prompt_request_id(t) for t in prompts["prompt_text"]])
     )
-    rows = rows.join(prompts, on="prompt_text", how="left").with_columns(
-        pl.format("{}/{}", pl.lit(source), "sample_id").alias("response_id")
+    rows = rows.join(prompts, on="prompt_text", how="left", maintain_order="left").with_columns(
+        pl.format("{}/{}", pl.lit(source), "sample_id").alias("response_id"),
+        pl.int_range(pl.len()).over("request_id").alias("responder_index"),
     )
     content_columns = [
         "prompt_text",
@@ -126,11 +127,12 @@ def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) ->
         pl.lit(dataset).alias("dataset"),
         "request_id",
         "response_id",
+        "responder_index",
         pl.col("response_id").alias("responder_id"),
         pl.col("completion_text").alias("text"),
     )
     truth = (
-        rows.select("request_id", "response_id", "groundtruth_with_release_year")
+        rows.select("request_id", "response_id", "responder_index", "groundtruth_with_release_year")
         .explode("groundtruth_with_release_year")
         .drop_nulls("groundtruth_with_release_year")
         .with_columns(pl.int_range(pl.len()).over("response_id").alias("position"))
@@ -138,6 +140,7 @@ def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) ->
             pl.lit(dataset).alias("dataset"),
             "request_id",
             "response_id",
+            "responder_index",
             pl.format("{}#{}", "response_id", "position").alias("mention_id"),
             pl.lit("response").alias("role"),
             pl.col("groundtruth_with_release_year").list.get(0).alias("surface"),
@@ -159,6 +162,7 @@ def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) ->
             pl.lit(dataset).alias("dataset"),
             "request_id",
             pl.lit(None, dtype=pl.String).alias("response_id"),
+            pl.lit(None, dtype=pl.Int64).alias("responder_index"),
             pl.format("{}/seen#{}", "request_id", "position").alias("mention_id"),
             pl.lit("seen").alias("role"),
             pl.col("seen_titles").alias("surface"),
