@@ -10,6 +10,8 @@ export REMARK_MIRROR := $(abspath $(MIRROR))
 $(BIN)/remark: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	# The CPU build of torch (a local wheel here) before trl, so nothing pulls a CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -24,6 +26,7 @@ test: $(BIN)/remark
 
 bench: $(BIN)/remark
 	$(BIN)/python benchmarks/bench_aggregate.py
+	$(BIN)/python benchmarks/bench_rewards.py
 
 lint: $(BIN)/remark
 	$(BIN)/ruff check remark_data tests benchmarks

@@ -167,6 +167,119 @@ def sql(
     _print_frame(query(state.project, query_text), fmt)
 
 
+class TrainerName(StrEnum):
+    trl = "trl"
+    verl = "verl"
+    openrlhf = "openrlhf"
+    rank_grpo = "rank_grpo"
+
+
+def _labels(pipeline: str) -> pl.DataFrame:
+    from remark_data.runner import RunStore
+
+    try:
+        return RunStore(state.project.runs_dir / pipeline).read("aggregate", "labels")
+    except FileNotFoundError:
+        raise RemarkError(f"{pipeline}: no labels yet; run `remark run {pipeline}` first") from None
+
+
+@app.command()
+def export(
+    pipeline: Annotated[str, typer.Argument(help="A pipeline that has been run.")],
+    trainer: Annotated[TrainerName, typer.Option(help="Target trainer format.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default data/exports/<pipeline>/<trainer>).")
+    ] = None,
+) -> None:
+    """Write a pipeline's labels in a trainer's format, one file or folder per split."""
+    from remark_data.adapters.export import export_labels
+
+    target = out or state.project.data_dir / "exports" / pipeline / trainer.value
+    for path in export_labels(_labels(pipeline), trainer=trainer.value, out=target):
+        console.print(f"wrote {path}")
+
+
+@app.command()
+def diagnose(
+    pipeline: Annotated[str, typer.Argument(help="A pipeline that has been run.")],
+    rollouts: Annotated[
+        Path | None, typer.Option(help="Rollouts JSONL: {request_id, completions}.")
+    ] = None,
+    endpoint: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible base URL to sample lists from.")
+    ] = None,
+    model: Annotated[str, typer.Option(help="Model name for --endpoint.")] = "default",
+    popularity: Annotated[
+        bool, typer.Option("--popularity", help="Popularity-sampler baseline.")
+    ] = False,
+    protoqa_predictions: Annotated[
+        bool,
+        typer.Option("--protoqa-predictions", help="ProtoQA's released human and GPT-2 lists."),
+    ] = False,
+    group_size: Annotated[int, typer.Option("--group-size", "-G", min=2)] = 8,
+    ranks: Annotated[int, typer.Option("--ranks", "-K", min=1)] = 20,
+    split: Annotated[str | None, typer.Option(help="Only this split.")] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many requests per run.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1)] = 4,
+    seed: Annotated[int, typer.Option()] = 0,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """How much responder noise union rewards remove, for G lists per request."""
+    from remark_data.rollouts import (
+        diagnose_labels,
+        protoqa_prediction_rollouts,
+        read_rollouts,
+        sample_endpoint,
+    )
+    from remark_data.runner import RunStore
+
+    chosen = [rollouts is not None, endpoint is not None, popularity, protoqa_predictions]
+    if sum(chosen) != 1:
+        raise RemarkError(
+            "choose exactly one of --rollouts, --endpoint, --popularity, --protoqa-predictions"
+        )
+    labels = _labels(pipeline)
+    if split:
+        labels = labels.filter(pl.col("split") == split)
+    if limit:
+        labels = labels.head(limit)
+    catalog = RunStore(state.project.runs_dir / pipeline).read("ground", "catalog")
+    lists = None
+    policy = "popularity"
+    if rollouts is not None:
+        lists, policy = read_rollouts(rollouts), f"rollouts:{rollouts.name}"
+    elif protoqa_predictions:
+        from remark_data.sources import Fetcher
+
+        fetcher = Fetcher(state.project)
+        lists = protoqa_prediction_rollouts(
+            fetcher.fetch("protoqa-dev-predictions-human"),
+            fetcher.fetch("protoqa-dev-predictions-gpt2"),
+        )
+        policy = "protoqa-human+gpt2"
+    elif endpoint is not None:
+        prompts = dict(zip(labels["request_id"], labels["prompt"], strict=True))
+        lists = sample_endpoint(
+            prompts, base_url=endpoint, model=model, group_size=group_size, concurrency=concurrency
+        )
+        policy = f"endpoint:{model}"
+    report = diagnose_labels(
+        labels,
+        catalog,
+        policy=policy,
+        ranks=ranks,
+        group_size=group_size,
+        seed=seed,
+        rollouts=lists,
+    )
+    if fmt is OutputFormat.table:
+        _print_frame(report.drop("verdict"), fmt, title=f"Responder noise ({policy})")
+        for row in report.iter_rows(named=True):
+            console.print(f"[bold]{row['dataset']}/{row['split']}[/bold]: {row['verdict']}")
+    else:
+        _print_frame(report, fmt)
+
+
 @schemas_app.command("export")
 def schemas_export(
     out: Annotated[Path, typer.Option(help="Folder for the JSON Schema files.")] = Path("schemas"),

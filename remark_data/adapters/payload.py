@@ -1,0 +1,62 @@
+"""The label payload every adapter carries per row, and scoring from it."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from remark_data.rewards import ListScorer, RewardKind, Shape
+
+LABEL_COLUMNS = (
+    "request_id",
+    "dataset",
+    "split",
+    "items",
+    "union_item_ids",
+    "responder_item_ids",
+    "seen_item_ids",
+    "seen_titles",
+)
+
+
+def label_payload(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON-able labels of one `labels` row."""
+    return {
+        "request_id": row["request_id"],
+        "dataset": row["dataset"],
+        "items": [
+            {"item_id": i["item_id"], "title": i["title"], "year": i["year"], "p_hat": i["p_hat"]}
+            for i in row["items"]
+        ],
+        "union_item_ids": list(row["union_item_ids"]),
+        "responder_item_ids": [list(ids) for ids in row["responder_item_ids"]],
+        "seen_item_ids": list(row["seen_item_ids"]),
+        "seen_titles": list(row["seen_titles"]),
+    }
+
+
+def dcg(per_rank: Sequence[float]) -> float:
+    """One scalar per completion: Σ_k r_k / log2(k+1)."""
+    return sum(r / math.log2(k + 2) for k, r in enumerate(per_rank))
+
+
+class PayloadScorer:
+    """Scores completions against JSON or dict payloads with one shared `ListScorer`."""
+
+    def __init__(
+        self, *, reward: RewardKind = "union", shape: Shape = "exp_inf", max_ranks: int = 20
+    ) -> None:
+        self.reward = reward
+        self.shape = shape
+        self.max_ranks = max_ranks
+        self.scorer = ListScorer(max_ranks=max_ranks)
+
+    def per_rank(self, text: str, payload: Mapping[str, Any] | str) -> list[float]:
+        row = json.loads(payload) if isinstance(payload, str) else payload
+        rewards = self.scorer.rewards(text, row, reward=self.reward, shape=self.shape)
+        return rewards + [0.0] * (self.max_ranks - len(rewards))
+
+    def scalar(self, text: str, payload: Mapping[str, Any] | str) -> float:
+        return dcg(self.per_rank(text, payload))

@@ -1,0 +1,37 @@
+"""ReMaRk rewards: pure functions, no I/O, no polars or duckdb, cheap to import in a trainer.
+
+>>> from remark_data.rewards import ListScorer, RequestLabels, group_advantages, rank_rewards
+"""
+
+from remark_data.rewards.core import (
+    RequestLabels,
+    RewardKind,
+    Shape,
+    apply_shape,
+    eligibility,
+    group_advantages,
+    ndcg_at_k,
+    rank_rewards,
+    recall_at_k,
+    responder_metric,
+)
+from remark_data.rewards.parse import ListItem, parse_line, parse_list
+from remark_data.rewards.scoring import ListScorer, completion_text
+
+__all__ = [
+    "ListItem",
+    "ListScorer",
+    "RequestLabels",
+    "RewardKind",
+    "Shape",
+    "apply_shape",
+    "completion_text",
+    "eligibility",
+    "group_advantages",
+    "ndcg_at_k",
+    "parse_line",
+    "parse_list",
+    "rank_rewards",
+    "recall_at_k",
+    "responder_metric",
+]
