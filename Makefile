@@ -19,6 +19,8 @@ demo: $(BIN)/remark
 	$(BIN)/remark run protoqa reddit_v2
 	$(BIN)/remark db
 	$(BIN)/remark stats
+	$(BIN)/remark diagnose protoqa --protoqa-predictions
+	$(BIN)/remark diagnose reddit_v2 --popularity
 
 test: $(BIN)/remark
 	$(BIN)/ruff check remark_data tests benchmarks

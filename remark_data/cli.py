@@ -273,7 +273,12 @@ def diagnose(
         rollouts=lists,
     )
     if fmt is OutputFormat.table:
-        _print_frame(report.drop("verdict"), fmt, title=f"Responder noise ({policy})")
+        metrics = report.drop("dataset", "split", "policy", "verdict")
+        columns = [f"{d}/{s}" for d, s in report.select("dataset", "split").iter_rows()]
+        transposed = metrics.transpose(
+            include_header=True, header_name="metric", column_names=columns
+        )
+        _print_frame(transposed, fmt, title=f"Responder noise ({policy})")
         for row in report.iter_rows(named=True):
             console.print(f"[bold]{row['dataset']}/{row['split']}[/bold]: {row['verdict']}")
     else:
