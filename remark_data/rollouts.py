@@ -22,7 +22,7 @@ import polars as pl
 
 from remark_data.diagnose import RequestGroup
 from remark_data.errors import RemarkError
-from remark_data.rewards import ListScorer, RequestLabels
+from remark_data.rewards import ListScorer, RequestLabels, dataset_metrics
 
 
 @dataclass(kw_only=True)
@@ -234,8 +234,9 @@ def diagnose_labels(
         if not groups:
             continue
         report = diagnose(groups, ranks=ranks)
+        metrics = dataset_metrics(((items, g.labels) for g in groups for items in g.lists), ranks)
         results.append(
-            {"dataset": dataset, "split": split, "policy": policy, **report.as_dict(),
+            {"dataset": dataset, "split": split, "policy": policy, **report.as_dict(), **metrics,
              "unknown_request_ids": unknown,
              "malformed_lines": 0 if rollouts is None else rollouts.malformed_lines}
         )  # fmt: skip

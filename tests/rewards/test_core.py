@@ -152,3 +152,20 @@ def test_a_rank_without_union_hits_is_no_signal_under_every_responder(lists, res
         if union[:, k].max() == 0:
             assert (responder[:, :, k] == 0).all()
             assert (advantages(responder, scaled=True)[:, :, k] == 0).all()
+
+
+def test_dataset_metrics_weight_rows_and_requests_differently() -> None:
+    from remark_data.rewards import dataset_metrics
+
+    many = RequestLabels.from_sets([{"a"}, {"b"}, {"b"}, {"b"}])  # 4 responders
+    one = RequestLabels.from_sets([{"a"}])
+    metrics = dataset_metrics([(["b", None], many), (["x", "a"], one)], k=2)
+    # union recall: {a,b} -> 1/2 ; {a} -> 1
+    assert metrics["recall_union"] == pytest.approx(0.75)
+    # per row: [0, 1, 1, 1] and [1] -> 4/5 ; per request: 3/4 and 1 -> 7/8
+    assert metrics["recall_responder_per_row"] == pytest.approx(0.8)
+    assert metrics["recall_responder_per_request"] == pytest.approx(0.875)
+    # NDCG vs union: "b" at rank 1 of ideal 2 hits; "a" at rank 2 of ideal 1 hit.
+    first = 1 / (1 + 1 / math.log2(3))
+    second = 1 / math.log2(3)
+    assert metrics["ndcg_union"] == pytest.approx((first + second) / 2)
