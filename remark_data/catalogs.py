@@ -5,6 +5,7 @@ stable across runs: ``<catalog>:<normalised-title-slug>:<year>``.
 from __future__ import annotations
 
 import io
+import json
 import pickle
 import pickletools
 from pathlib import Path
@@ -87,8 +88,160 @@ def load_rank_grpo_catalog(path: Path, *, dataset: str) -> pl.DataFrame:
             "year",
             pl.lit(None, dtype=pl.String).alias("creator"),
             "aliases",
+            pl.lit("movie").alias("kind"),
             pl.lit(None, dtype=pl.String).alias("scope"),
         )
+    )
+
+
+def _catalog_frame(frame: pl.DataFrame, *, dataset: str, kind: str) -> pl.DataFrame:
+    """(item_id, title, year, creator, aliases) -> the catalog table."""
+    return frame.select(
+        pl.lit(dataset).alias("dataset"),
+        "item_id",
+        "title",
+        pl.col("year").cast(pl.Int64),
+        pl.col("creator").cast(pl.String),
+        pl.col("aliases").cast(pl.List(pl.String)),
+        pl.lit(kind).alias("kind"),
+        pl.lit(None, dtype=pl.String).alias("scope"),
+    )
+
+
+_ARTICLE_SUFFIX = r"^(?P<rest>.*), (?P<article>The|A|An|La|Le|Les|Il|Das|Der|Die|El|Los|L')$"
+
+
+def _movielens_titles(movies: Path, links: Path) -> pl.DataFrame:
+    """MovieLens "Title, The (Alt title) (1999)" -> title, year, alias, imdb id."""
+    frame = pl.read_csv(movies, schema_overrides={"movieId": pl.Int64}).join(
+        pl.read_csv(links, schema_overrides={"imdbId": pl.String, "movieId": pl.Int64}),
+        on="movieId",
+    )
+    parsed = frame.with_columns(
+        pl.col("title").str.extract(r"\((\d{4})\)\s*$", 1).cast(pl.Int64).alias("year"),
+        pl.col("title").str.replace(r"\s*\(\d{4}\)\s*$", "").str.strip_chars().alias("bare"),
+        pl.format("tt{}", pl.col("imdbId").str.zfill(7)).alias("imdb"),
+    ).with_columns(
+        pl.col("bare").str.extract(r"^(.*?)\s*\(([^()]*)\)$", 1).alias("main"),
+        pl.col("bare").str.extract(r"^(.*?)\s*\(([^()]*)\)$", 2).alias("alt"),
+    )
+    flip = lambda c: (
+        pl.when(pl.col(c).str.contains(_ARTICLE_SUFFIX))
+        .then(  # noqa: E731
+            pl.col(c).str.replace(_ARTICLE_SUFFIX, "${article} ${rest}")
+        )
+        .otherwise(pl.col(c))
+    )
+    return parsed.with_columns(pl.coalesce("main", "bare").alias("title"), pl.col("alt")).select(
+        flip("title").alias("title"),
+        "year",
+        "imdb",
+        pl.when(pl.col("alt").is_not_null())
+        .then(pl.concat_list(flip("alt")))
+        .otherwise(pl.lit([], dtype=pl.List(pl.String)))
+        .alias("aliases"),
+        pl.lit(0).alias("priority"),
+    )
+
+
+def load_movie_catalog(files: dict[str, Path], *, dataset: str) -> pl.DataFrame:
+    """MovieLens + Rank-GRPO + Reddit-Movie v1, deduplicated by IMDb id where known, else by
+    normalised title + year. Ids: ``imdb:tt…`` or ``mv:<title-slug>:<year>``."""
+    entity = json.loads(files["reddit_movie_v1"].read_text())
+    v1 = pl.DataFrame({"raw": list(entity), "imdb": list(entity.values())}).select(
+        pl.col("raw").str.replace(r"\s*\(\d{4}\)\s*$", "").alias("title"),
+        pl.col("raw").str.extract(r"\((\d{4})\)\s*$", 1).cast(pl.Int64).alias("year"),
+        "imdb",
+        pl.lit([], dtype=pl.List(pl.String)).alias("aliases"),
+        pl.lit(1).alias("priority"),
+    )
+    rank = load_rank_grpo_catalog(files["rank_grpo"], dataset=dataset).select(
+        "title",
+        "year",
+        pl.lit(None, dtype=pl.String).alias("imdb"),
+        "aliases",
+        pl.lit(2).alias("priority"),
+    )
+    movielens = _movielens_titles(files["movielens_movies"], files["movielens_links"])
+    rows = with_normalized_key(pl.concat([v1, rank, movielens], how="vertical_relaxed"), "title")
+    # A row without an IMDb id joins the IMDb group of the same key and year, when there is one.
+    known = (
+        rows.filter(pl.col("imdb").is_not_null())
+        .group_by("key", "year")
+        .agg(pl.col("imdb").first().alias("known_imdb"))
+    )
+    rows = rows.join(known, on=["key", "year"], how="left").with_columns(
+        pl.coalesce("imdb", "known_imdb").alias("imdb")
+    )
+    rows = rows.with_columns(
+        pl.when(pl.col("imdb").is_not_null())
+        .then(pl.format("imdb:{}", "imdb"))
+        .otherwise(pl.format("mv:{}:{}", pl.col("key").str.replace_all(" ", "-"), pl.col("year")))
+        .alias("item_id")
+    )
+    merged = (
+        rows.sort("priority")
+        .group_by("item_id", maintain_order=True)
+        .agg(
+            pl.col("title").first(),
+            pl.col("year").drop_nulls().first(),
+            pl.concat_list(pl.col("title"), pl.col("aliases"))
+            .list.explode(keep_nulls=False, empty_as_null=False)
+            .unique(maintain_order=True)
+            .alias("names"),
+        )
+        .with_columns(pl.col("names").list.set_difference(pl.concat_list("title")).alias("aliases"))
+        .with_columns(pl.lit(None, dtype=pl.String).alias("creator"))
+    )
+    return _catalog_frame(merged, dataset=dataset, kind="movie")
+
+
+def load_goodbooks_catalog(path: Path, *, dataset: str) -> pl.DataFrame:
+    """goodbooks-10k: original title (else the title without its series suffix), authors, year."""
+    books = pl.read_csv(path, infer_schema_length=None)
+    series = r"\s*\([^()]*#[\d.]+\)\s*$"
+    frame = books.select(
+        pl.format("gb:{}", "goodreads_book_id").alias("item_id"),
+        pl.coalesce(
+            pl.when(pl.col("original_title").str.strip_chars() != "").then("original_title"),
+            pl.col("title").str.replace(series, ""),
+        ).alias("title"),
+        pl.col("title").str.replace(series, "").alias("display"),
+        pl.col("original_publication_year").cast(pl.Int64, strict=False).alias("year"),
+        pl.col("authors").alias("creator"),
+    ).with_columns(
+        pl.when(pl.col("display") != pl.col("title"))
+        .then(pl.concat_list("display"))
+        .otherwise(pl.lit([], dtype=pl.List(pl.String)))
+        .alias("aliases")
+    )
+    return _catalog_frame(frame, dataset=dataset, kind="book")
+
+
+def load_music_catalog(files: dict[str, Path], *, dataset: str) -> pl.DataFrame:
+    """Last.fm artists and the Rolling Stone 500 albums (a Mac-Roman CSV)."""
+    artists = pl.read_csv(
+        files["artists"], separator="\t", quote_char=None, infer_schema_length=None
+    ).select(
+        pl.format("lastfm:{}", "id").alias("item_id"),
+        pl.col("name").alias("title"),
+        pl.lit(None, dtype=pl.Int64).alias("year"),
+        pl.lit(None, dtype=pl.String).alias("creator"),
+        pl.lit([], dtype=pl.List(pl.String)).alias("aliases"),
+    )
+    text = files["albums"].read_bytes().decode("mac_roman")
+    albums = pl.read_csv(io.StringIO(text)).select(
+        pl.format("rs500:{}", "Number").alias("item_id"),
+        pl.col("Album").alias("title"),
+        pl.col("Year").cast(pl.Int64).alias("year"),
+        pl.col("Artist").alias("creator"),
+        pl.lit([], dtype=pl.List(pl.String)).alias("aliases"),
+    )
+    return pl.concat(
+        [
+            _catalog_frame(artists, dataset=dataset, kind="artist"),
+            _catalog_frame(albums, dataset=dataset, kind="album"),
+        ]
     )
 
 
@@ -98,4 +251,10 @@ def load_catalog(fmt: str, files: dict[str, Path], *, dataset: str) -> pl.DataFr
         return None
     if fmt == "rank_grpo_pickle":
         return load_rank_grpo_catalog(files["catalog"], dataset=dataset)
+    if fmt == "movies_merged":
+        return load_movie_catalog(files, dataset=dataset)
+    if fmt == "goodbooks":
+        return load_goodbooks_catalog(files["books"], dataset=dataset)
+    if fmt == "music":
+        return load_music_catalog(files, dataset=dataset)
     raise RemarkError(f"unknown catalog format {fmt!r}")

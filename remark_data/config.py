@@ -32,7 +32,7 @@ SourceFormat = Literal[
     "rank_grpo_rows",
 ]
 CatalogFormat = Literal["none", "rank_grpo_pickle"]
-GroundMethod = Literal["exact", "normalized"]
+GroundMethod = Literal["exact", "normalized", "fuzzy"]
 
 #: The files each source format reads, by role.
 FORMAT_FILES: dict[str, tuple[str, ...]] = {
@@ -91,6 +91,8 @@ class GroundSpec(_Spec):
         description="Key types tried in order: `exact` raw text, `normalized` title.",
     )
     year_tolerance: int = Field(default=2, ge=0, le=10)
+    fuzzy_cutoff: float = Field(default=90.0, ge=50, le=100, description="rapidfuzz ratio cutoff")
+    creator_cutoff: float = Field(default=60.0, ge=0, le=100, description="author/artist check")
 
 
 class StatsSpec(_Spec):

@@ -33,6 +33,8 @@ def catalog_keys(catalog: pl.DataFrame) -> pl.DataFrame:
             "item_id",
             "scope",
             pl.col("year").alias("item_year"),
+            pl.col("kind").alias("item_kind"),
+            pl.col("creator").alias("item_creator"),
             pl.concat_list(pl.col("title"), pl.col("aliases")).alias("name"),
         )
         .explode("name")
@@ -41,15 +43,74 @@ def catalog_keys(catalog: pl.DataFrame) -> pl.DataFrame:
     return with_normalized_key(names, "name", alias="normalized").rename({"name": "exact"})
 
 
+def _same_kind() -> pl.Expr:
+    return (
+        pl.col("kind").is_null()
+        | pl.col("item_kind").is_null()
+        | (pl.col("kind") == pl.col("item_kind"))
+    )
+
+
 def _candidates(pending: pl.DataFrame, keys: pl.DataFrame, method: str) -> pl.DataFrame:
-    key = keys.select("item_id", "scope", "item_year", pl.col(method).alias("key"))
+    key = keys.select(
+        "item_id", "scope", "item_year", "item_kind", "item_creator", pl.col(method).alias("key")
+    )
     scoped = pending.join(
         key.filter(pl.col("scope").is_not_null()),
         left_on=["request_id", "key"],
         right_on=["scope", "key"],
     )
     unscoped = pending.join(key.filter(pl.col("scope").is_null()).drop("scope"), on="key")
-    return pl.concat([scoped, unscoped], how="diagonal_relaxed")
+    return (
+        pl.concat([scoped, unscoped], how="diagonal_relaxed")
+        .filter(_same_kind())
+        .with_columns(pl.lit(100.0).alias("score"))
+    )
+
+
+def _fuzzy_candidates(
+    pending: pl.DataFrame, keys: pl.DataFrame, *, cutoff: float, creator_cutoff: float
+) -> pl.DataFrame:
+    """Best-scoring global catalog names per distinct normalised mention key (rapidfuzz cdist
+    over all distinct keys at once, in blocks), then the creator check for books and music."""
+    import numpy as np
+    from rapidfuzz import fuzz, process
+
+    probe = with_normalized_key(pending, "surface").filter(pl.col("key").str.len_chars() >= 3)
+    names = keys.filter(pl.col("scope").is_null()).unique(["item_id", "normalized"])
+    choices = names["normalized"].to_list()
+    queries = probe["key"].unique().to_list()
+    if not queries or not choices:
+        return pl.DataFrame()
+    rows: list[tuple[str, int, float]] = []
+    for start in range(0, len(queries), 2_000):
+        block = queries[start : start + 2_000]
+        scores = process.cdist(
+            block, choices, scorer=fuzz.ratio, score_cutoff=cutoff, workers=-1, dtype=np.uint8
+        )
+        best = scores.max(axis=1)
+        for i, j in zip(*np.nonzero((scores == best[:, None]) & (best[:, None] > 0)), strict=True):
+            rows.append((block[i], int(j), float(best[i])))
+    if not rows:
+        return pl.DataFrame()
+    hits = pl.DataFrame(
+        rows, schema={"key": pl.String, "choice": pl.Int64, "score": pl.Float64}, orient="row"
+    )
+    matched = hits.join(
+        names.with_row_index("choice").with_columns(pl.col("choice").cast(pl.Int64)), on="choice"
+    )
+    candidates = probe.join(
+        matched.select("key", "item_id", "item_year", "item_kind", "item_creator", "score"),
+        on="key",
+    )
+    candidates = candidates.filter(_same_kind())
+    if candidates.is_empty():
+        return candidates
+    creator_ok = [
+        m is None or c is None or fuzz.token_set_ratio(m.casefold(), c.casefold()) >= creator_cutoff
+        for m, c in zip(candidates["creator"], candidates["item_creator"], strict=True)
+    ]
+    return candidates.filter(pl.Series(creator_ok))
 
 
 def ground_mentions(
@@ -58,6 +119,8 @@ def ground_mentions(
     *,
     methods: Sequence[str],
     year_tolerance: int,
+    fuzzy_cutoff: float = 90.0,
+    creator_cutoff: float = 60.0,
 ) -> pl.DataFrame:
     """The `groundings` table: one row per mention.
 
@@ -65,39 +128,52 @@ def ground_mentions(
     --------
     >>> import polars as pl
     >>> catalog = pl.DataFrame({"item_id": ["m1"], "title": ["Arrival"], "year": [2016],
-    ...     "aliases": [[]], "scope": [None]}, schema_overrides={"scope": pl.String})
+    ...     "creator": [None], "aliases": [[]], "kind": ["movie"], "scope": [None]},
+    ...     schema_overrides={"scope": pl.String, "creator": pl.String})
     >>> mentions = pl.DataFrame({"dataset": ["d"], "request_id": ["r"], "response_id": ["x"],
     ...     "responder_index": [0], "mention_id": ["x#0"], "role": ["response"],
-    ...     "stance": ["recommended"], "surface": ["ARRIVAL"], "year": [2017]})
+    ...     "stance": ["recommended"], "kind": ["movie"], "surface": ["ARRIVAL"], "year": [2017],
+    ...     "creator": [None]}, schema_overrides={"creator": pl.String})
     >>> out = ground_mentions(mentions, catalog, methods=["normalized"], year_tolerance=2)
     >>> out["status"].item()
     'year_tolerance'
     """
     keys = catalog_keys(catalog)
-    pending = mentions.select(*_CARRIED, "surface", "year")
+    pending = mentions.select(*_CARRIED, "kind", "surface", "year", "creator")
     resolved: list[pl.DataFrame] = []
     nearest_miss: list[pl.DataFrame] = []
     for method in methods:
         if pending.is_empty():
             break
-        probe = (
-            pending.with_columns(pl.col("surface").alias("key"))
-            if method == "exact"
-            else with_normalized_key(pending, "surface")
-        )
-        candidates = _candidates(probe, keys, method).with_columns(
+        if method == "fuzzy":
+            candidates = _fuzzy_candidates(
+                pending, keys, cutoff=fuzzy_cutoff, creator_cutoff=creator_cutoff
+            )
+            if candidates.is_empty():
+                continue
+        else:
+            probe = (
+                pending.with_columns(pl.col("surface").alias("key"))
+                if method == "exact"
+                else with_normalized_key(pending, "surface")
+            )
+            candidates = _candidates(probe, keys, method)
+        candidates = candidates.with_columns(
             pl.when(pl.col("year").is_null() | pl.col("item_year").is_null())
             .then(0)
             .otherwise((pl.col("year") - pl.col("item_year")).abs())
             .alias("distance")
         )
         within = candidates.filter(pl.col("distance") <= year_tolerance)
+        # Highest score first, then the nearest year; ties between items are ambiguous.
         best = (
-            within.filter(pl.col("distance") == pl.col("distance").min().over("mention_id"))
+            within.filter(pl.col("score") == pl.col("score").max().over("mention_id"))
+            .filter(pl.col("distance") == pl.col("distance").min().over("mention_id"))
             .group_by("mention_id")
             .agg(
                 pl.col("item_id").unique().sort().alias("item_ids"),
                 pl.col("distance").first(),
+                pl.col("score").first(),
             )
         )
         decided = pending.join(best, on="mention_id").select(
@@ -107,11 +183,13 @@ def ground_mentions(
             .alias("item_id"),
             pl.when(pl.col("item_ids").list.len() > 1)
             .then(pl.lit("ambiguous"))
+            .when(pl.lit(method == "fuzzy"))
+            .then(pl.lit("fuzzy"))
             .when(pl.col("distance") > 0)
             .then(pl.lit("year_tolerance"))
             .otherwise(pl.lit(method))
             .alias("status"),
-            pl.lit(100.0).alias("score"),
+            "score",
             pl.when(pl.col("item_ids").list.len() > 1)
             .then(
                 pl.format(

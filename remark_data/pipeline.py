@@ -138,6 +138,8 @@ class PipelineRun:
             catalog,
             methods=self.spec.ground.methods,
             year_tolerance=self.spec.ground.year_tolerance,
+            fuzzy_cutoff=self.spec.ground.fuzzy_cutoff,
+            creator_cutoff=self.spec.ground.creator_cutoff,
         )
         by_status = groundings.group_by("status").len()
         stats: dict[str, int | float] = {

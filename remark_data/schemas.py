@@ -50,6 +50,10 @@ class Response(_Row):
     )
     responder_id: str = Field(description="Distinct author within the request, or a synthetic id.")
     text: str | None = Field(description="The response text, when the source has it.")
+    responder_flag: str | None = Field(
+        description="`null_author` (a comment without author), `no_author_ids` (a source without "
+        "authors: each comment counted as a responder), or null."
+    )
 
 
 class Mention(_Row):
@@ -65,6 +69,9 @@ class Mention(_Row):
     )
     mention_id: str
     role: Literal["response", "seen"]
+    kind: str | None = Field(
+        description="movie, book, artist, album, song, answer; null if unknown."
+    )
     surface: str = Field(description="The text as it appears in the source.")
     year: int | None
     creator: str | None
@@ -102,6 +109,7 @@ class CatalogItem(_Row):
     year: int | None
     creator: str | None
     aliases: list[str]
+    kind: str | None = Field(description="movie, book, artist, album, song, answer.")
     scope: str | None = Field(
         description="request_id the item belongs to, or null for global items."
     )

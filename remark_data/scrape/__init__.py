@@ -26,3 +26,4 @@ class ScrapedSource:
     mentions: pl.DataFrame
     catalog: pl.DataFrame = field(default_factory=lambda: empty("catalog"))
     stats: dict[str, int] = field(default_factory=dict)
+    quarantine: list[str] = field(default_factory=list)  # samples of what was set aside

@@ -59,6 +59,7 @@ def _expand(
         "responder_index",
         (pl.col("response_id") + "#0").alias("mention_id"),
         pl.lit("response").alias("role"),
+        pl.lit("answer").alias("kind"),
         pl.col("answer").alias("surface"),
         pl.lit(None, dtype=pl.Int64).alias("year"),
         pl.lit(None, dtype=pl.String).alias("creator"),
@@ -72,6 +73,7 @@ def _expand(
         "responder_index",
         pl.col("response_id").alias("responder_id"),
         pl.col("answer").alias("text"),
+        pl.lit(None, dtype=pl.String).alias("responder_flag"),
     )
     return requests, responses, mentions
 
@@ -94,6 +96,7 @@ def _cluster_catalog(clusters: pl.DataFrame, answers: pl.DataFrame, dataset: str
             pl.lit(None, dtype=pl.Int64).alias("year"),
             pl.lit(None, dtype=pl.String).alias("creator"),
             "aliases",
+            pl.lit("answer").alias("kind"),
             pl.col("request_id").alias("scope"),
         )
     )

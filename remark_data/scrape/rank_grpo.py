@@ -130,6 +130,7 @@ def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) ->
         "responder_index",
         pl.col("response_id").alias("responder_id"),
         pl.col("completion_text").alias("text"),
+        pl.lit(None, dtype=pl.String).alias("responder_flag"),
     )
     truth = (
         rows.select("request_id", "response_id", "responder_index", "groundtruth_with_release_year")
@@ -143,6 +144,7 @@ def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) ->
             "responder_index",
             pl.format("{}#{}", "response_id", "position").alias("mention_id"),
             pl.lit("response").alias("role"),
+            pl.lit("movie").alias("kind"),
             pl.col("groundtruth_with_release_year").list.get(0).alias("surface"),
             pl.col("groundtruth_with_release_year")
             .list.get(1, null_on_oob=True)
@@ -165,6 +167,7 @@ def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) ->
             pl.lit(None, dtype=pl.Int64).alias("responder_index"),
             pl.format("{}/seen#{}", "request_id", "position").alias("mention_id"),
             pl.lit("seen").alias("role"),
+            pl.lit("movie").alias("kind"),
             pl.col("seen_titles").alias("surface"),
             pl.lit(None, dtype=pl.Int64).alias("year"),
             pl.lit(None, dtype=pl.String).alias("creator"),

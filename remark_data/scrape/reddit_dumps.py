@@ -1,0 +1,279 @@
+"""Reddit dumps (Pushshift / Arctic-Shift NDJSON: .zst with 2 GiB windows, .gz or plain) → threads.
+
+Dumps are streamed: bytes are decompressed in blocks, cut into lines, and parsed 50,000 lines at a
+time by polars with a fixed schema (only the fields used are kept), so memory stays bounded by the
+batch, not the file. A batch polars refuses is re-read line by line and only its malformed lines
+are quarantined. Duplicate ids (first kept) and orphan comments are counted and quarantined too.
+
+A thread's responders are the distinct authors other than the OP, bots and ``[deleted]`` /
+``[removed]``; one author's several comments are one responder; a comment with a null author is
+its own responder, flagged ``null_author``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import html
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import date, datetime, UTC
+from pathlib import Path
+from typing import BinaryIO
+
+import polars as pl
+
+from remark_data.errors import RemarkError
+from remark_data.scrape import ScrapedSource, empty
+
+ZSTD_MAX_WINDOW = 2**31  # the dumps are compressed with --long=31
+BATCH_LINES = 50_000
+DELETED_AUTHORS = ("[deleted]", "[removed]")
+
+SUBMISSION_SCHEMA = {
+    "id": pl.String,
+    "author": pl.String,
+    "title": pl.String,
+    "selftext": pl.String,
+    "subreddit": pl.String,
+    "created_utc": pl.Int64,
+}
+COMMENT_SCHEMA = {
+    "id": pl.String,
+    "author": pl.String,
+    "body": pl.String,
+    "parent_id": pl.String,
+    "link_id": pl.String,
+    "subreddit": pl.String,
+    "created_utc": pl.Int64,
+    "is_submitter": pl.Boolean,
+}
+
+
+def open_dump(path: Path) -> BinaryIO:
+    """A binary stream of the decompressed NDJSON, whatever the container."""
+    if path.suffix == ".zst":
+        import zstandard
+
+        decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+        return decompressor.stream_reader(path.open("rb"), read_size=1 << 20)  # type: ignore[return-value]
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return path.open("rb")
+
+
+def iter_line_batches(path: Path, *, batch_lines: int = BATCH_LINES) -> Iterator[list[bytes]]:
+    """Non-empty lines in batches, read in 16 MiB blocks of decompressed bytes."""
+    batch: list[bytes] = []
+    rest = b""
+    with open_dump(path) as stream:
+        while block := stream.read(16 << 20):
+            lines = (rest + block).split(b"\n")
+            rest = lines.pop()
+            batch.extend(line for line in lines if line.strip())
+            while len(batch) >= batch_lines:
+                yield batch[:batch_lines]
+                batch = batch[batch_lines:]
+    if rest.strip():
+        batch.append(rest)
+    if batch:
+        yield batch
+
+
+@dataclass(kw_only=True)
+class Quarantine:
+    """What was set aside while reading, with a sample of each kind for the report."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    samples: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, n: int, examples: list[str]) -> None:
+        if n:
+            self.counts[kind] = self.counts.get(kind, 0) + n
+            self.samples.extend(
+                f"{kind}: {e[:200]}" for e in examples[: max(0, 20 - len(self.samples))]
+            )
+
+
+def _parse_batch(
+    lines: list[bytes], schema: dict[str, pl.DataType], quarantine: Quarantine, where: str
+) -> pl.DataFrame:
+    try:
+        return pl.read_ndjson(io.BytesIO(b"\n".join(lines)), schema=schema, ignore_errors=False)
+    except (pl.exceptions.ComputeError, pl.exceptions.PolarsError):
+        good, bad = [], []
+        for line in lines:
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict):
+                    raise ValueError("not an object")
+                good.append({k: record.get(k) for k in schema})
+            except ValueError:
+                bad.append(line.decode("utf-8", "replace"))
+        quarantine.add(f"malformed line in {where}", len(bad), bad)
+        return pl.DataFrame(good, schema=schema, strict=False)
+
+
+def read_dump(
+    path: Path,
+    schema: dict[str, pl.DataType],
+    *,
+    quarantine: Quarantine,
+    subreddits: list[str] | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> pl.DataFrame:
+    """All records of a dump that pass the subreddit and time filters, with `schema`'s fields."""
+    wanted = [s.lower() for s in subreddits or []]
+    frames = []
+    for lines in iter_line_batches(path):
+        frame = _parse_batch(lines, schema, quarantine, path.name)
+        if wanted:
+            frame = frame.filter(pl.col("subreddit").str.to_lowercase().is_in(wanted))
+        if since is not None:
+            frame = frame.filter(pl.col("created_utc").is_null() | (pl.col("created_utc") >= since))
+        if until is not None:
+            frame = frame.filter(pl.col("created_utc").is_null() | (pl.col("created_utc") < until))
+        frames.append(frame)
+    if not frames:
+        return pl.DataFrame(schema=schema)
+    return pl.concat(frames)
+
+
+def unescape_html(column: str) -> pl.Expr:
+    """Reddit bodies are HTML-escaped, sometimes twice (``&amp;#x200B;``): unescape until stable."""
+
+    def fix(text: str | None) -> str | None:
+        if text is None or "&" not in text:
+            return text
+        previous = None
+        while previous != text:
+            previous, text = text, html.unescape(text)
+        return text.replace("\u200b", "").strip()
+
+    return pl.col(column).map_elements(fix, return_dtype=pl.String, skip_nulls=True)
+
+
+def _epoch(day: date | None) -> int | None:
+    return (
+        None if day is None else int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadOptions:
+    subreddits: list[str]
+    since: date | None = None
+    until: date | None = None
+    include_replies: bool = False
+    bots: list[str] = field(default_factory=lambda: ["AutoModerator"])
+
+
+def read_reddit_dump(
+    submissions_path: Path,
+    comments_path: Path,
+    *,
+    dataset: str,
+    source: str,
+    split: str,
+    options: ThreadOptions,
+) -> ScrapedSource:
+    """Requests (submissions) and responders (comment authors) from a pair of dump files."""
+    quarantine = Quarantine()
+    window = {
+        "subreddits": options.subreddits,
+        "since": _epoch(options.since),
+        "until": _epoch(options.until),
+    }
+    submissions = read_dump(submissions_path, SUBMISSION_SCHEMA, quarantine=quarantine, **window)
+    comments = read_dump(
+        comments_path, COMMENT_SCHEMA, quarantine=quarantine, subreddits=options.subreddits
+    )
+    if submissions.is_empty():
+        raise RemarkError(
+            f"{submissions_path}: no submission of {options.subreddits} in the time range"
+        )
+
+    duplicated_subs = submissions.filter(
+        pl.col("id").is_duplicated() & ~pl.col("id").is_first_distinct()
+    )
+    quarantine.add(
+        "duplicate submission id", duplicated_subs.height, duplicated_subs["id"].to_list()
+    )
+    submissions = submissions.unique("id", keep="first", maintain_order=True)
+    duplicated = comments.filter(pl.col("id").is_duplicated() & ~pl.col("id").is_first_distinct())
+    quarantine.add("duplicate comment id", duplicated.height, duplicated["id"].to_list())
+    comments = comments.unique("id", keep="first", maintain_order=True).with_columns(
+        pl.col("link_id").str.strip_prefix("t3_").alias("request_id")
+    )
+    orphans = comments.join(
+        submissions.select(pl.col("id").alias("request_id")), on="request_id", how="anti"
+    )
+    quarantine.add("orphan comment (no submission)", orphans.height, orphans["id"].to_list())
+    comments = comments.join(
+        submissions.select(pl.col("id").alias("request_id"), pl.col("author").alias("op")),
+        on="request_id",
+    )
+    if not options.include_replies:
+        comments = comments.filter(pl.col("parent_id") == pl.col("link_id"))
+    excluded = [*DELETED_AUTHORS, *options.bots]
+    responders = comments.filter(
+        ~pl.col("author").is_in(excluded).fill_null(False)
+        & ~(pl.col("author") == pl.col("op")).fill_null(False)
+        & ~pl.col("is_submitter").fill_null(False)
+    ).with_columns(
+        pl.when(pl.col("author").is_null())
+        .then(pl.format("null:{}", "id"))
+        .otherwise(pl.col("author"))
+        .alias("responder_id"),
+        unescape_html("body").alias("body"),
+    )
+    responses = (
+        responders.sort("request_id", "created_utc", "id", nulls_last=True)
+        .group_by("request_id", "responder_id", maintain_order=True)
+        .agg(
+            pl.col("body").str.join("\n\n").alias("text"),
+            pl.col("author").is_null().any().alias("null_author"),
+        )
+        .with_columns(
+            pl.format("{}/{}", "request_id", "responder_id").alias("response_id"),
+            pl.int_range(pl.len()).over("request_id").alias("responder_index"),
+        )
+    )
+    requests = submissions.select(
+        pl.lit(dataset).alias("dataset"),
+        pl.col("id").alias("request_id"),
+        pl.lit(split).alias("split"),
+        pl.lit(source).alias("source"),
+        unescape_html("title").alias("title"),
+        unescape_html("selftext").alias("selftext"),
+    ).select(
+        "dataset",
+        "request_id",
+        "split",
+        "source",
+        pl.concat_str(pl.col("title"), pl.col("selftext").fill_null(""), separator="\n\n")
+        .str.strip_chars()
+        .alias("prompt"),
+        pl.lit([], dtype=pl.List(pl.String)).alias("seen_titles"),
+    )
+    return ScrapedSource(
+        requests=requests,
+        responses=responses.select(
+            pl.lit(dataset).alias("dataset"),
+            "request_id",
+            "response_id",
+            "responder_index",
+            "responder_id",
+            "text",
+            pl.when(pl.col("null_author")).then(pl.lit("null_author")).alias("responder_flag"),
+        ),
+        mentions=empty("mentions"),
+        stats={
+            "submissions": submissions.height,
+            "comments": comments.height,
+            **{f"quarantined.{k}": v for k, v in quarantine.counts.items()},
+        },
+        quarantine=quarantine.samples,
+    )
