@@ -84,7 +84,7 @@ def run(
     ] = False,
 ) -> None:
     """Run pipelines: scrape → ground → aggregate → stats."""
-    from remark_data.pipeline import STAGES, PipelineRun
+    from remark_data.pipeline import PipelineRun
     from remark_data.runner import StageResult
 
     def report(result: StageResult) -> None:
@@ -100,7 +100,7 @@ def run(
         console.print(f"[bold]{spec.name}[/bold]")
         with console.status(f"running {spec.name}…"):
             PipelineRun(spec=spec, project=state.project, force=force, on_stage=report).run(
-                stages=tuple(stage) if stage else STAGES
+                stages=tuple(stage) if stage else None
             )
 
 

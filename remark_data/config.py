@@ -18,6 +18,7 @@ import json
 import os
 import tomllib
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Literal
 
@@ -30,8 +31,12 @@ SourceFormat = Literal[
     "protoqa_scraped",
     "protoqa_train_simplified",
     "rank_grpo_rows",
+    "reddit_dump",
+    "booksuggestions_json",
+    "suggestmeabook_jsonl",
+    "musicrs_jsonl",
 ]
-CatalogFormat = Literal["none", "rank_grpo_pickle"]
+CatalogFormat = Literal["none", "rank_grpo_pickle", "movies_merged", "goodbooks", "music"]
 GroundMethod = Literal["exact", "normalized", "fuzzy"]
 
 #: The files each source format reads, by role.
@@ -40,7 +45,14 @@ FORMAT_FILES: dict[str, tuple[str, ...]] = {
     "protoqa_scraped": ("answers",),
     "protoqa_train_simplified": ("questions", "answers"),
     "rank_grpo_rows": ("rows",),
+    "reddit_dump": ("submissions", "comments"),
+    "booksuggestions_json": ("posts",),
+    "suggestmeabook_jsonl": ("posts",),
+    "musicrs_jsonl": ("threads",),
     "rank_grpo_pickle": ("catalog",),
+    "movies_merged": ("movielens_movies", "movielens_links", "rank_grpo", "reddit_movie_v1"),
+    "goodbooks": ("books",),
+    "music": ("artists", "albums"),
     "none": (),
 }
 
@@ -68,6 +80,14 @@ class SourceSpec(FileRefs):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     format: SourceFormat
     split: str = Field(pattern=r"^[a-z0-9_]+$")
+    # Reddit dumps only: which threads and comments to keep.
+    subreddits: list[str] = Field(default_factory=list)
+    since: date | None = None
+    until: date | None = None
+    include_replies: bool = Field(default=False, description="Keep replies, not only top level.")
+    bots: list[str] = Field(
+        default=["AutoModerator"], description="Authors that are not responders."
+    )
 
     @model_validator(mode="after")
     def _roles(self) -> SourceSpec:
@@ -82,6 +102,12 @@ class CatalogSpec(FileRefs):
     def _roles(self) -> CatalogSpec:
         self._check_roles(self.format)
         return self
+
+
+class ExtractSpec(_Spec):
+    method: Literal["gazetteer"] = "gazetteer"
+    kinds: list[str] = Field(min_length=1, description="Catalog kinds the gazetteer looks for.")
+    seen: bool = Field(default=True, description="Titles in the request become seen items.")
 
 
 class GroundSpec(_Spec):
@@ -104,6 +130,7 @@ class PipelineSpec(_Spec):
     description: str = ""
     sources: list[SourceSpec] = Field(min_length=1)
     catalog: CatalogSpec = CatalogSpec()
+    extract: ExtractSpec | None = None
     ground: GroundSpec = GroundSpec()
     stats: StatsSpec = StatsSpec()
 

@@ -1,4 +1,4 @@
-"""Runs a pipeline spec through its stages: scrape → ground → aggregate → stats.
+"""Runs a pipeline spec through its stages: scrape → [extract] → ground → aggregate → stats.
 
 Each stage is a function of (spec, upstream tables, input files) -> `StageOutput`, wrapped by
 `run_stage` for fingerprinting, skipping and atomic commits.
@@ -17,31 +17,46 @@ from remark_data.aggregate import build_labels
 from remark_data.catalogs import load_catalog
 from remark_data.config import PipelineSpec, Project, SourceSpec
 from remark_data.errors import RemarkError
+from remark_data.extract import Gazetteer, gazetteer_mentions
 from remark_data.ground import ground_mentions
 from remark_data.runner import Fingerprint, RunStore, StageOutput, StageResult, run_stage
 from remark_data.schemas import conform
 from remark_data.scrape import ScrapedSource
 from remark_data.scrape.protoqa import read_protoqa_dev, read_protoqa_train
+from remark_data.scrape.musicrs import read_musicrs
 from remark_data.scrape.rank_grpo import read_rank_grpo_rows
+from remark_data.scrape.reddit_dumps import ThreadOptions, read_reddit_dump
+from remark_data.scrape.reddit_scraped import read_booksuggestions, read_suggestmeabook
 from remark_data.sources import Fetcher
 from remark_data.stats import label_stats
 
-STAGES = ("scrape", "ground", "aggregate", "stats")
+STAGES = ("scrape", "extract", "ground", "aggregate", "stats")
 
-#: Which stages' tables each stage reads.
-UPSTREAM: dict[str, tuple[str, ...]] = {
-    "scrape": (),
-    "ground": ("scrape",),
-    "aggregate": ("scrape", "ground"),
-    "stats": ("aggregate",),
-}
 #: Which spec sections each stage's output depends on.
 SECTIONS: dict[str, tuple[str, ...]] = {
     "scrape": ("name", "sources"),
+    "extract": ("catalog", "extract"),
     "ground": ("catalog", "ground"),
     "aggregate": (),
     "stats": ("stats",),
 }
+
+
+def pipeline_stages(spec: PipelineSpec) -> tuple[str, ...]:
+    """The stages a spec runs: `extract` only when its sources have free text to read."""
+    return tuple(s for s in STAGES if s != "extract" or spec.extract is not None)
+
+
+def upstream(spec: PipelineSpec, stage: str) -> tuple[str, ...]:
+    """Which stages' tables `stage` reads."""
+    extract = ("extract",) if spec.extract is not None else ()
+    return {
+        "scrape": (),
+        "extract": ("scrape",),
+        "ground": ("scrape", *extract),
+        "aggregate": ("scrape", "ground"),
+        "stats": ("aggregate",),
+    }[stage]
 
 
 def read_source(spec: PipelineSpec, source: SourceSpec, files: dict[str, Path]) -> ScrapedSource:
@@ -53,6 +68,23 @@ def read_source(spec: PipelineSpec, source: SourceSpec, files: dict[str, Path]) 
             return read_protoqa_train(files["questions"], files["answers"], **common)
         case "rank_grpo_rows":
             return read_rank_grpo_rows(files["rows"], **common)
+        case "reddit_dump":
+            options = ThreadOptions(
+                subreddits=source.subreddits,
+                since=source.since,
+                until=source.until,
+                include_replies=source.include_replies,
+                bots=source.bots,
+            )
+            return read_reddit_dump(
+                files["submissions"], files["comments"], options=options, **common
+            )
+        case "booksuggestions_json":
+            return read_booksuggestions(files["posts"], **common)
+        case "suggestmeabook_jsonl":
+            return read_suggestmeabook(files["posts"], **common)
+        case "musicrs_jsonl":
+            return read_musicrs(files["threads"], **common)
     raise RemarkError(f"unknown source format {source.format!r}")
 
 
@@ -83,7 +115,7 @@ class PipelineRun:
         if stage == "scrape":
             for source, files in self._source_files().items():
                 named.update({f"{source}.{role}": path for role, path in files.items()})
-        elif stage == "ground":
+        elif stage in ("ground", "extract"):
             named.update({f"catalog.{role}": p for role, p in self._catalog_files().items()})
         return {
             name: {"path": str(path), "sha256": self.fetcher.fingerprint(path)}
@@ -91,16 +123,16 @@ class PipelineRun:
         }
 
     def _fingerprint(self, stage: str) -> Fingerprint:
-        upstream = {}
-        for name in UPSTREAM[stage]:
+        fingerprints = {}
+        for name in upstream(self.spec, stage):
             manifest = self.store.manifest(name)
             if manifest is None:
                 raise RemarkError(f"{self.spec.name}: stage {stage!r} needs {name!r}; run it first")
-            upstream[name] = manifest["fingerprint"]
+            fingerprints[name] = manifest["fingerprint"]
         return Fingerprint(
             config_hash=self.spec.section_hash(*SECTIONS[stage]),
             inputs=self._inputs(stage),
-            upstream=upstream,
+            upstream=fingerprints,
         )
 
     # -- stages -----------------------------------------------------------------------------
@@ -121,20 +153,54 @@ class PipelineRun:
                 f"{self.spec.name}: request id {duplicated['request_id'][0]!r} "
                 "appears in two sources"
             )
-        return StageOutput(tables=tables, stats=stats)
+        quarantine = [
+            f"{s.name}: {line}"
+            for s, p in zip(self.spec.sources, parts, strict=True)
+            for line in p.quarantine
+        ]
+        files = {"quarantine.txt": "\n".join(quarantine) + "\n"} if quarantine else {}
+        return StageOutput(tables=tables, stats=stats, files=files)
+
+    def _global_catalog(self) -> pl.DataFrame | None:
+        loaded = load_catalog(
+            self.spec.catalog.format, self._catalog_files(), dataset=self.spec.name
+        )
+        return None if loaded is None else conform(loaded, "catalog")
+
+    def _extract(self) -> StageOutput:
+        assert self.spec.extract is not None
+        catalog = self._global_catalog()
+        if catalog is None:
+            raise RemarkError(f"{self.spec.name}: the gazetteer extractor needs a catalog")
+        wanted = catalog.filter(pl.col("kind").is_in(self.spec.extract.kinds))
+        names = wanted.select("item_id", pl.concat_list("title", "aliases").alias("name")).explode(
+            "name"
+        )
+        gazetteer = Gazetteer(names.drop_nulls().iter_rows())
+        kind = self.spec.extract.kinds[0] if len(self.spec.extract.kinds) == 1 else None
+        responses = self.store.read("scrape", "responses")
+        frames = [gazetteer_mentions(responses, gazetteer, role="response", kind=kind)]
+        if self.spec.extract.seen:
+            requests = self.store.read("scrape", "requests").select(
+                "dataset", "request_id", pl.lit(None, dtype=pl.String).alias("response_id"),
+                pl.lit(None, dtype=pl.Int64).alias("responder_index"), pl.col("prompt").alias("text"),
+            )  # fmt: skip
+            frames.append(gazetteer_mentions(requests, gazetteer, role="seen", kind=kind))
+        mentions = pl.concat([conform(f, "mentions") for f in frames])
+        return StageOutput(
+            tables={"mentions": mentions},
+            stats={"responses_scanned": responses.height, "mentions": mentions.height},
+        )
 
     def _ground(self) -> StageOutput:
         scoped = self.store.read("scrape", "catalog")
-        global_catalog = load_catalog(
-            self.spec.catalog.format, self._catalog_files(), dataset=self.spec.name
-        )
-        catalog = (
-            scoped
-            if global_catalog is None
-            else pl.concat([conform(global_catalog, "catalog"), scoped])
-        )
+        global_catalog = self._global_catalog()
+        catalog = scoped if global_catalog is None else pl.concat([global_catalog, scoped])
+        mentions = self.store.read("scrape", "mentions")
+        if self.spec.extract is not None:
+            mentions = pl.concat([mentions, self.store.read("extract", "mentions")])
         groundings = ground_mentions(
-            self.store.read("scrape", "mentions"),
+            mentions,
             catalog,
             methods=self.spec.ground.methods,
             year_tolerance=self.spec.ground.year_tolerance,
@@ -165,18 +231,21 @@ class PipelineRun:
             files={"stats.json": json.dumps(stats.to_dicts(), indent=2) + "\n"},
         )
 
-    def run(self, *, stages: tuple[str, ...] = STAGES) -> list[StageResult]:
-        unknown = [s for s in stages if s not in STAGES]
+    def run(self, *, stages: tuple[str, ...] | None = None) -> list[StageResult]:
+        available = pipeline_stages(self.spec)
+        stages = stages or available
+        unknown = [s for s in stages if s not in available]
         if unknown:
-            raise RemarkError(f"unknown stage {unknown[0]!r} (stages: {', '.join(STAGES)})")
+            raise RemarkError(f"unknown stage {unknown[0]!r} (stages: {', '.join(available)})")
         compute = {
             "scrape": self._scrape,
+            "extract": self._extract,
             "ground": self._ground,
             "aggregate": self._aggregate,
             "stats": self._stats,
         }
         results = []
-        for stage in STAGES:
+        for stage in available:
             if stage not in stages:
                 continue
             result = run_stage(

@@ -160,7 +160,7 @@ class Fetcher:
             try:
                 with urllib.request.urlopen(entry.url, timeout=60) as response:
                     shutil.copyfileobj(response, tmp)
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # ValueError: a malformed URL
                 Path(tmp.name).unlink(missing_ok=True)
                 raise RemarkError(
                     f"source {source_id}: download of {entry.url} failed ({exc}); "

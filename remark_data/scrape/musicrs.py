@@ -1,0 +1,118 @@
+"""MusiCRS music threads with pre-extracted artists, albums and songs (no text, no authors).
+
+Each comment with entities is a responder (flagged ``no_author_ids``). No song catalog exists
+here, so songs become open items keyed by the normalised "song — artist" (the artist when the
+comment names exactly one), created from the mentions themselves.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from remark_data.errors import RemarkError
+from remark_data.matching import normalize_title
+from remark_data.scrape import ScrapedSource
+
+_QUOTES = "\"'“”‘’ "
+
+
+def read_musicrs(path: Path, *, dataset: str, source: str, split: str) -> ScrapedSource:
+    requests, responses, mentions, songs = [], [], [], {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        try:
+            thread = json.loads(line)
+            request_id = thread["name"].removeprefix("t3_")
+            requests.append((request_id, thread["combined_text"]))
+            for position, title in enumerate(thread.get("submission_entities") or []):
+                mentions.append(
+                    (
+                        request_id,
+                        None,
+                        None,
+                        f"{request_id}/seen#{position}",
+                        "seen",
+                        None,
+                        title.strip(_QUOTES),
+                        None,
+                    )
+                )
+            index = 0
+            for comment in thread["comments"]:
+                entities = comment.get("entities") or {}
+                if not any(entities.get(k) for k in ("artists", "albums", "songs")):
+                    continue
+                response_id = f"{request_id}/{comment['name'].removeprefix('t1_')}"
+                responses.append((request_id, response_id, index))
+                artists = [a.strip(_QUOTES) for a in entities.get("artists") or []]
+                sole_artist = artists[0] if len(set(artists)) == 1 else None
+                named = [("artist", a, None) for a in artists]
+                named += [("album", a.strip(_QUOTES), None) for a in entities.get("albums") or []]
+                for song in entities.get("songs") or []:
+                    title = song.strip(_QUOTES)
+                    key = normalize_title(title)
+                    if not key:
+                        continue
+                    if sole_artist:
+                        key = f"{key} — {normalize_title(sole_artist)}"
+                    songs.setdefault(key, (title, sole_artist))
+                    named.append(("song", key, sole_artist))
+                for position, (kind, surface, creator) in enumerate(named):
+                    if surface:
+                        mentions.append(
+                            (
+                                request_id,
+                                response_id,
+                                index,
+                                f"{response_id}#{position}",
+                                "response",
+                                kind,
+                                surface,
+                                creator,
+                            )
+                        )
+                index += 1
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+            raise RemarkError(f"{path}:{number}: not a MusiCRS thread ({exc})") from None
+    mention_frame = pl.DataFrame(
+        mentions,
+        schema={"request_id": pl.String, "response_id": pl.String, "responder_index": pl.Int64, "mention_id": pl.String,
+                "role": pl.String, "kind": pl.String, "surface": pl.String, "creator": pl.String},
+        orient="row",
+    )  # fmt: skip
+    catalog = pl.DataFrame(
+        [(f"song:{key}", title, artist, [key]) for key, (title, artist) in songs.items()],
+        schema={
+            "item_id": pl.String,
+            "title": pl.String,
+            "creator": pl.String,
+            "aliases": pl.List(pl.String),
+        },
+        orient="row",
+    )
+    return ScrapedSource(
+        requests=pl.DataFrame(requests, schema={"request_id": pl.String, "prompt": pl.String}, orient="row").select(
+            pl.lit(dataset).alias("dataset"), "request_id", pl.lit(split).alias("split"),
+            pl.lit(source).alias("source"), "prompt", pl.lit([], dtype=pl.List(pl.String)).alias("seen_titles"),
+        ),
+        responses=pl.DataFrame(
+            responses, schema={"request_id": pl.String, "response_id": pl.String, "responder_index": pl.Int64}, orient="row"
+        ).select(
+            pl.lit(dataset).alias("dataset"), "request_id", "response_id", "responder_index",
+            pl.col("response_id").alias("responder_id"), pl.lit(None, dtype=pl.String).alias("text"),
+            pl.lit("no_author_ids").alias("responder_flag"),
+        ),
+        mentions=mention_frame.select(
+            pl.lit(dataset).alias("dataset"), "request_id", "response_id", "responder_index", "mention_id", "role",
+            "kind", "surface", pl.lit(None, dtype=pl.Int64).alias("year"), "creator",
+            pl.when(pl.col("role") == "seen").then(pl.lit("mentioned")).otherwise(pl.lit("recommended")).alias("stance"),
+            pl.lit("source").alias("extractor"),
+        ),
+        catalog=catalog.select(
+            pl.lit(dataset).alias("dataset"), "item_id", "title", pl.lit(None, dtype=pl.Int64).alias("year"),
+            "creator", "aliases", pl.lit("song").alias("kind"), pl.lit(None, dtype=pl.String).alias("scope"),
+        ),
+        stats={"threads": len(requests), "responders": len(responses), "open_song_items": len(songs)},
+    )  # fmt: skip
