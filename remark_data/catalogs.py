@@ -125,13 +125,14 @@ def _movielens_titles(movies: Path, links: Path) -> pl.DataFrame:
         pl.col("bare").str.extract(r"^(.*?)\s*\(([^()]*)\)$", 1).alias("main"),
         pl.col("bare").str.extract(r"^(.*?)\s*\(([^()]*)\)$", 2).alias("alt"),
     )
-    flip = lambda c: (
-        pl.when(pl.col(c).str.contains(_ARTICLE_SUFFIX))
-        .then(  # noqa: E731
-            pl.col(c).str.replace(_ARTICLE_SUFFIX, "${article} ${rest}")
+
+    def flip(column: str) -> pl.Expr:  # "Matrix, The" -> "The Matrix"
+        return (
+            pl.when(pl.col(column).str.contains(_ARTICLE_SUFFIX))
+            .then(pl.col(column).str.replace(_ARTICLE_SUFFIX, "${article} ${rest}"))
+            .otherwise(pl.col(column))
         )
-        .otherwise(pl.col(c))
-    )
+
     return parsed.with_columns(pl.coalesce("main", "bare").alias("title"), pl.col("alt")).select(
         flip("title").alias("title"),
         "year",
@@ -202,15 +203,13 @@ def load_goodbooks_catalog(path: Path, *, dataset: str) -> pl.DataFrame:
     series = r"\s*\([^()]*#[\d.]+\)\s*$"
     frame = books.select(
         pl.format("gb:{}", "goodreads_book_id").alias("item_id"),
-        pl.coalesce(
-            pl.when(pl.col("original_title").str.strip_chars() != "").then("original_title"),
-            pl.col("title").str.replace(series, ""),
-        ).alias("title"),
-        pl.col("title").str.replace(series, "").alias("display"),
+        # The English edition title; the original-language title becomes an alias.
+        pl.col("title").str.replace(series, "").alias("title"),
+        pl.col("original_title").str.strip_chars().alias("display"),
         pl.col("original_publication_year").cast(pl.Int64, strict=False).alias("year"),
         pl.col("authors").alias("creator"),
     ).with_columns(
-        pl.when(pl.col("display") != pl.col("title"))
+        pl.when((pl.col("display") != pl.col("title")) & (pl.col("display") != ""))
         .then(pl.concat_list("display"))
         .otherwise(pl.lit([], dtype=pl.List(pl.String)))
         .alias("aliases")

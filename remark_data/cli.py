@@ -142,6 +142,29 @@ def stats(
             pl.format("{} @G={}", pl.col("prop2_bound").round(3), "group_size").alias("prop2"),
         )
     _print_frame(frame, fmt, title="ReMaRk label statistics")
+    if fmt is OutputFormat.table:
+        _print_frame(
+            _grounding_report(names),
+            fmt,
+            title="Grounding of mentions (unmatched and ambiguous are kept)",
+        )
+
+
+def _grounding_report(names: list[str]) -> pl.DataFrame:
+    from remark_data.runner import RunStore
+
+    frames = []
+    for name in names:
+        groundings = RunStore(state.project.runs_dir / name).read("ground", "groundings")
+        frames.append(
+            groundings.group_by("role", "status").len().with_columns(pl.lit(name).alias("dataset"))
+        )
+    report = pl.concat(frames).pivot(on="status", index=["dataset", "role"], values="len")
+    order = ["exact", "normalized", "year_tolerance", "fuzzy", "ambiguous", "unmatched"]
+    present = [c for c in order if c in report.columns]
+    return report.select("dataset", "role", *[pl.col(c).fill_null(0) for c in present]).sort(
+        "dataset", "role"
+    )
 
 
 @app.command()

@@ -27,24 +27,29 @@ from remark_data.matching import normalize_title
 
 _TOKEN = re.compile(r"\S+")
 _YEAR_AFTER = re.compile(r"^\s*[\(\[]\s*(\d{4})\s*[\)\]]")
+_BY_AFTER = re.compile(
+    r"^[\s\"'“”*_]*(?:[\(\[]\s*\d{4}\s*[\)\]])?\s*[,–—-]?\s*by\s+"
+    r"(?P<creator>[A-Z][\w.'’-]*(?:\s+(?:[A-Z][\w.'’-]*|de|van|von|le|la)){0,4})"
+)
 _LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])?\s*$")
 _QUOTES = "\"'“”‘’*_"
 _ARTICLES = {"the", "a", "an"}
 MAX_TOKENS = 12
 #: Words that are also titles; alone they need evidence (quotes, a year, a list line).
 COMMON_WORDS = frozenset(
-    """a about after again all always an and any as at away back bad be because before being best
-    better big black blue body boy boys but by can change children city come cold crash dark day
-    days dead do down drive eden end enough even every everything face fall family far fear fight
-    find fire for found free friends from game gate get girl go god gone good great had happy hard
-    have he heat her here him his home hope hot house how i if in inside into is it its just kids
-    last let life light like little live long look lost love made man many me men mine more most
-    mother my need never new next night no not nothing now of off old on once one only or other our
-    out over people play red right room run said say see seven she sin so some something soul
-    speed split still stop such sun take taken than that the their them then there these they
-    thing things this those time to too true trust two under up us very war was water way we well
-    what when where which while white who why will with without woman women work world year yes
-    yesterday you young your""".split()
+    """a about after again all always an and any as at away back bad be because before being
+    best better big black blue body boy boys but by can change children city come cold
+    crash dark day days dead do down drive eden end enough even every everything face fall
+    family far fear fight find fire for found free friends from game gate get girl go god
+    gone good great had happy hard have he heat her here him his home hope hot house how i
+    if in inside into is it its just kids last let life light like little live long look
+    lost love made man many me men mine more most mother my need never new next night no
+    not nothing now of off old on once one only or other our out over people play red right
+    room run said say see seven she sin so some something soul speed split still stop such
+    sun take taken than that the their them then there these they thing things this those
+    time to too true trust two under up us very war was water way we well what when where
+    which while white who why will with without woman women work world year yes yesterday
+    you young your""".split()  # noqa: SIM905
 )
 
 
@@ -54,6 +59,7 @@ class Found:
     surface: str
     year: int | None
     start: int
+    creator: str | None = None
 
 
 class Gazetteer:
@@ -73,12 +79,9 @@ class Gazetteer:
 
     @staticmethod
     def _needs_evidence(key: str) -> bool:
+        """One-word titles ("Help", "Heat") and titles made only of common words."""
         tokens = key.split()
-        return (
-            len(tokens) == 1
-            and (tokens[0] in COMMON_WORDS or len(tokens[0]) <= 3)
-            or all(t in COMMON_WORDS for t in tokens)
-        )
+        return len(tokens) == 1 or all(t in COMMON_WORDS for t in tokens)
 
     @staticmethod
     def _has_evidence(text: str, start: int, end: int, surface: str) -> bool:
@@ -89,6 +92,12 @@ class Gazetteer:
         )
         if quoted or _YEAR_AFTER.match(after):
             return True
+        if re.search(r"\bby\s*$", before):  # "by Shirley Jackson": an author, not a title
+            return False
+        if _BY_AFTER.match(after):
+            return True
+        if re.match(r"^\s+[A-Z]", after):  # "Lost Connections": part of a longer title
+            return False
         line_start = before.rfind("\n") + 1
         line_end = after.find("\n")
         rest = after if line_end < 0 else after[:line_end]
@@ -114,7 +123,7 @@ class Gazetteer:
                 key = joined
                 if parts and parts[0] in _ARTICLES and len(parts) > 1:
                     key = " ".join(parts[1:])
-                if key in self.keys:
+                if key in self.keys and tokens[j][2]:  # never end a match on punctuation
                     best = (j, key)
                 lone_article = len(parts) == 1 and parts[0] in _ARTICLES
                 if not lone_article and joined not in self.prefixes and key not in self.prefixes:
@@ -131,10 +140,11 @@ class Gazetteer:
                 i += 1
                 continue
             year_match = _YEAR_AFTER.match(text[end:])
+            by_match = _BY_AFTER.match(text[end:])
+            year = int(year_match.group(1)) if year_match else None
+            creator = by_match.group("creator") if by_match else None
             for item_id in sorted(self.keys[key]):
-                found.append(
-                    Found(item_id, surface, int(year_match.group(1)) if year_match else None, start)
-                )
+                found.append(Found(item_id, surface, year, start, creator))
             i = j + 1
         return found
 
@@ -162,15 +172,14 @@ def gazetteer_mentions(
             prefix = response_id if response_id is not None else f"{request_id}/seen"
             rows.append(
                 (dataset, request_id, response_id, responder_index, f"{prefix}#g{position}",
-                 role, kind, hit.surface, hit.year)
+                 role, kind, hit.surface, hit.year, hit.creator)
             )  # fmt: skip
     schema = {
         "dataset": pl.String, "request_id": pl.String, "response_id": pl.String,
         "responder_index": pl.Int64, "mention_id": pl.String, "role": pl.String,
-        "kind": pl.String, "surface": pl.String, "year": pl.Int64,
+        "kind": pl.String, "surface": pl.String, "year": pl.Int64, "creator": pl.String,
     }  # fmt: skip
     return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
-        pl.lit(None, dtype=pl.String).alias("creator"),
         pl.lit("recommended" if role == "response" else "mentioned").alias("stance"),
         pl.lit("gazetteer").alias("extractor"),
     )

@@ -103,14 +103,20 @@ def _fuzzy_candidates(
         matched.select("key", "item_id", "item_year", "item_kind", "item_creator", "score"),
         on="key",
     )
-    candidates = candidates.filter(_same_kind())
-    if candidates.is_empty():
+    return candidates.filter(_same_kind())
+
+
+def _creator_agrees(candidates: pl.DataFrame, cutoff: float) -> pl.DataFrame:
+    """Drop candidates whose author/artist contradicts the one named with the mention."""
+    from rapidfuzz import fuzz
+
+    if candidates.is_empty() or "creator" not in candidates.columns:
         return candidates
-    creator_ok = [
-        m is None or c is None or fuzz.token_set_ratio(m.casefold(), c.casefold()) >= creator_cutoff
+    ok = [
+        m is None or c is None or fuzz.token_set_ratio(m.casefold(), c.casefold()) >= cutoff
         for m, c in zip(candidates["creator"], candidates["item_creator"], strict=True)
     ]
-    return candidates.filter(pl.Series(creator_ok))
+    return candidates.filter(pl.Series(ok, dtype=pl.Boolean))
 
 
 def ground_mentions(
@@ -164,7 +170,9 @@ def ground_mentions(
             .otherwise((pl.col("year") - pl.col("item_year")).abs())
             .alias("distance")
         )
-        within = candidates.filter(pl.col("distance") <= year_tolerance)
+        within = _creator_agrees(
+            candidates.filter(pl.col("distance") <= year_tolerance), creator_cutoff
+        )
         # Highest score first, then the nearest year; ties between items are ambiguous.
         best = (
             within.filter(pl.col("score") == pl.col("score").max().over("mention_id"))

@@ -22,8 +22,8 @@ from remark_data.ground import ground_mentions
 from remark_data.runner import Fingerprint, RunStore, StageOutput, StageResult, run_stage
 from remark_data.schemas import conform
 from remark_data.scrape import ScrapedSource
-from remark_data.scrape.protoqa import read_protoqa_dev, read_protoqa_train
 from remark_data.scrape.musicrs import read_musicrs
+from remark_data.scrape.protoqa import read_protoqa_dev, read_protoqa_train
 from remark_data.scrape.rank_grpo import read_rank_grpo_rows
 from remark_data.scrape.reddit_dumps import ThreadOptions, read_reddit_dump
 from remark_data.scrape.reddit_scraped import read_booksuggestions, read_suggestmeabook
@@ -182,9 +182,12 @@ class PipelineRun:
         frames = [gazetteer_mentions(responses, gazetteer, role="response", kind=kind)]
         if self.spec.extract.seen:
             requests = self.store.read("scrape", "requests").select(
-                "dataset", "request_id", pl.lit(None, dtype=pl.String).alias("response_id"),
-                pl.lit(None, dtype=pl.Int64).alias("responder_index"), pl.col("prompt").alias("text"),
-            )  # fmt: skip
+                "dataset",
+                "request_id",
+                pl.lit(None, dtype=pl.String).alias("response_id"),
+                pl.lit(None, dtype=pl.Int64).alias("responder_index"),
+                pl.col("prompt").alias("text"),
+            )
             frames.append(gazetteer_mentions(requests, gazetteer, role="seen", kind=kind))
         mentions = pl.concat([conform(f, "mentions") for f in frames])
         return StageOutput(

@@ -28,9 +28,12 @@ from typing import Any, Literal
 import polars as pl
 
 from remark_data import __version__
-from remark_data.schemas import TABLES, conform
+from remark_data.schemas import TABLES, conform, json_schemas
 
 _TMP_MARK = ".tmp-"
+# Outputs depend on the package version and on the table schemas: a schema change re-runs stages.
+_SCHEMA_DIGEST = hashlib.sha256(repr(sorted(json_schemas().items())).encode()).hexdigest()[:12]
+CODE_VERSION = f"{__version__}+schema.{_SCHEMA_DIGEST}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,7 +59,7 @@ class Fingerprint:
     config_hash: str
     inputs: dict[str, dict[str, str]]  # role -> {"path", "sha256"}
     upstream: dict[str, str]  # stage -> fingerprint
-    code_version: str = __version__
+    code_version: str = field(default_factory=lambda: CODE_VERSION)
 
     @property
     def digest(self) -> str:

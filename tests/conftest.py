@@ -40,3 +40,13 @@ def built_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
 
 def store(project: Project, pipeline: str) -> RunStore:
     return RunStore(project.runs_dir / pipeline)
+
+
+@pytest.fixture(scope="session")
+def reddit_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """The three Reddit pipelines run once per session on the real corpus."""
+    project = make_project(tmp_path_factory.mktemp("reddit") / "project")
+    for name in ("reddit_movies", "reddit_books", "reddit_music"):
+        spec = load_pipeline_spec(project.pipeline_path(name))
+        PipelineRun(spec=spec, project=project).run()
+    return project

@@ -78,10 +78,18 @@ def read_musicrs(path: Path, *, dataset: str, source: str, split: str) -> Scrape
             raise RemarkError(f"{path}:{number}: not a MusiCRS thread ({exc})") from None
     mention_frame = pl.DataFrame(
         mentions,
-        schema={"request_id": pl.String, "response_id": pl.String, "responder_index": pl.Int64, "mention_id": pl.String,
-                "role": pl.String, "kind": pl.String, "surface": pl.String, "creator": pl.String},
+        schema={
+            "request_id": pl.String,
+            "response_id": pl.String,
+            "responder_index": pl.Int64,
+            "mention_id": pl.String,
+            "role": pl.String,
+            "kind": pl.String,
+            "surface": pl.String,
+            "creator": pl.String,
+        },
         orient="row",
-    )  # fmt: skip
+    )
     catalog = pl.DataFrame(
         [(f"song:{key}", title, artist, [key]) for key, (title, artist) in songs.items()],
         schema={
@@ -93,26 +101,59 @@ def read_musicrs(path: Path, *, dataset: str, source: str, split: str) -> Scrape
         orient="row",
     )
     return ScrapedSource(
-        requests=pl.DataFrame(requests, schema={"request_id": pl.String, "prompt": pl.String}, orient="row").select(
-            pl.lit(dataset).alias("dataset"), "request_id", pl.lit(split).alias("split"),
-            pl.lit(source).alias("source"), "prompt", pl.lit([], dtype=pl.List(pl.String)).alias("seen_titles"),
+        requests=pl.DataFrame(
+            requests, schema={"request_id": pl.String, "prompt": pl.String}, orient="row"
+        ).select(
+            pl.lit(dataset).alias("dataset"),
+            "request_id",
+            pl.lit(split).alias("split"),
+            pl.lit(source).alias("source"),
+            "prompt",
+            pl.lit([], dtype=pl.List(pl.String)).alias("seen_titles"),
         ),
         responses=pl.DataFrame(
-            responses, schema={"request_id": pl.String, "response_id": pl.String, "responder_index": pl.Int64}, orient="row"
+            responses,
+            schema={"request_id": pl.String, "response_id": pl.String, "responder_index": pl.Int64},
+            orient="row",
         ).select(
-            pl.lit(dataset).alias("dataset"), "request_id", "response_id", "responder_index",
-            pl.col("response_id").alias("responder_id"), pl.lit(None, dtype=pl.String).alias("text"),
+            pl.lit(dataset).alias("dataset"),
+            "request_id",
+            "response_id",
+            "responder_index",
+            pl.col("response_id").alias("responder_id"),
+            pl.lit(None, dtype=pl.String).alias("text"),
             pl.lit("no_author_ids").alias("responder_flag"),
         ),
         mentions=mention_frame.select(
-            pl.lit(dataset).alias("dataset"), "request_id", "response_id", "responder_index", "mention_id", "role",
-            "kind", "surface", pl.lit(None, dtype=pl.Int64).alias("year"), "creator",
-            pl.when(pl.col("role") == "seen").then(pl.lit("mentioned")).otherwise(pl.lit("recommended")).alias("stance"),
+            pl.lit(dataset).alias("dataset"),
+            "request_id",
+            "response_id",
+            "responder_index",
+            "mention_id",
+            "role",
+            "kind",
+            "surface",
+            pl.lit(None, dtype=pl.Int64).alias("year"),
+            "creator",
+            pl.when(pl.col("role") == "seen")
+            .then(pl.lit("mentioned"))
+            .otherwise(pl.lit("recommended"))
+            .alias("stance"),
             pl.lit("source").alias("extractor"),
         ),
         catalog=catalog.select(
-            pl.lit(dataset).alias("dataset"), "item_id", "title", pl.lit(None, dtype=pl.Int64).alias("year"),
-            "creator", "aliases", pl.lit("song").alias("kind"), pl.lit(None, dtype=pl.String).alias("scope"),
+            pl.lit(dataset).alias("dataset"),
+            "item_id",
+            "title",
+            pl.lit(None, dtype=pl.Int64).alias("year"),
+            "creator",
+            "aliases",
+            pl.lit("song").alias("kind"),
+            pl.lit(None, dtype=pl.String).alias("scope"),
         ),
-        stats={"threads": len(requests), "responders": len(responses), "open_song_items": len(songs)},
-    )  # fmt: skip
+        stats={
+            "threads": len(requests),
+            "responders": len(responses),
+            "open_song_items": len(songs),
+        },
+    )

@@ -18,7 +18,7 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime, UTC
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import BinaryIO
 
