@@ -1,9 +1,10 @@
 """Reddit dumps (Pushshift / Arctic-Shift NDJSON: .zst with 2 GiB windows, .gz or plain) → threads.
 
-Dumps are streamed: bytes are decompressed in blocks, cut into lines, and parsed 50,000 lines at a
-time by polars with a fixed schema (only the fields used are kept), so memory stays bounded by the
-batch, not the file. A batch polars refuses is re-read line by line and only its malformed lines
-are quarantined. Duplicate ids (first kept) and orphan comments are counted and quarantined too.
+Dumps are streamed: bytes are decompressed in 32 MiB blocks cut at line ends, and each block is
+parsed by polars in one call with a fixed schema (only the fields used are kept), so memory stays
+bounded by the block, not the file. A block polars refuses is re-read line by line and only its
+malformed lines are quarantined. Duplicate ids (first kept) and orphan comments are counted
+and quarantined too.
 
 A thread's responders are the distinct authors other than the OP, bots and ``[deleted]`` /
 ``[removed]``; one author's several comments are one responder; a comment with a null author is
@@ -16,6 +17,9 @@ import gzip
 import html
 import io
 import json
+import queue
+import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -28,7 +32,7 @@ from remark_data.errors import RemarkError
 from remark_data.scrape import ScrapedSource, empty
 
 ZSTD_MAX_WINDOW = 2**31  # the dumps are compressed with --long=31
-BATCH_LINES = 50_000
+BLOCK_BYTES = 32 << 20  # parsed by polars in one call; bounds memory per step
 DELETED_AUTHORS = ("[deleted]", "[removed]")
 
 SUBMISSION_SCHEMA = {
@@ -63,22 +67,55 @@ def open_dump(path: Path) -> BinaryIO:
     return path.open("rb")
 
 
-def iter_line_batches(path: Path, *, batch_lines: int = BATCH_LINES) -> Iterator[list[bytes]]:
-    """Non-empty lines in batches, read in 16 MiB blocks of decompressed bytes."""
-    batch: list[bytes] = []
+def _read_blocks(path: Path, block_size: int) -> Iterator[bytes]:
     rest = b""
     with open_dump(path) as stream:
-        while block := stream.read(16 << 20):
-            lines = (rest + block).split(b"\n")
-            rest = lines.pop()
-            batch.extend(line for line in lines if line.strip())
-            while len(batch) >= batch_lines:
-                yield batch[:batch_lines]
-                batch = batch[batch_lines:]
+        while block := stream.read(block_size):
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            if cut == 0:  # a line longer than the block: keep reading
+                rest = block
+                continue
+            rest = block[cut:]
+            yield block[:cut]
     if rest.strip():
-        batch.append(rest)
-    if batch:
-        yield batch
+        yield rest + b"\n"
+
+
+def iter_blocks(path: Path, *, block_size: int = BLOCK_BYTES) -> Iterator[bytes]:
+    """Decompressed blocks of whole lines (~`block_size` bytes each), never a line cut in two.
+
+    Decompression runs in a thread one block ahead (zstandard releases the GIL), so it overlaps
+    with the parsing of the previous block; at most two blocks wait in memory.
+    """
+    blocks: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=2)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for block in _read_blocks(path, block_size):
+                while not stop.is_set():
+                    try:
+                        blocks.put(block, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            blocks.put(None)
+        except BaseException as exc:  # re-raised in the consumer
+            blocks.put(exc)
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    try:
+        while (item := blocks.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        producer.join()
 
 
 @dataclass(kw_only=True)
@@ -96,14 +133,17 @@ class Quarantine:
             )
 
 
-def _parse_batch(
-    lines: list[bytes], schema: dict[str, pl.DataType], quarantine: Quarantine, where: str
+def _parse_block(
+    block: bytes, schema: dict[str, pl.DataType], quarantine: Quarantine, where: str
 ) -> pl.DataFrame:
+    """One block of NDJSON; if polars refuses it, re-read it by line, setting bad ones aside."""
     try:
-        return pl.read_ndjson(io.BytesIO(b"\n".join(lines)), schema=schema, ignore_errors=False)
-    except (pl.exceptions.ComputeError, pl.exceptions.PolarsError):
+        return pl.read_ndjson(io.BytesIO(block), schema=schema)
+    except pl.exceptions.PolarsError:
         good, bad = [], []
-        for line in lines:
+        for line in block.splitlines():
+            if not line.strip():
+                continue
             try:
                 record = json.loads(line)
                 if not isinstance(record, dict):
@@ -115,6 +155,51 @@ def _parse_batch(
         return pl.DataFrame(good, schema=schema, strict=False)
 
 
+def ingest_dump(
+    path: Path,
+    schema: dict[str, pl.DataType],
+    out: Path,
+    *,
+    quarantine: Quarantine,
+    subreddits: list[str] | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> int:
+    """Stream a dump into one parquet file of the records that pass the filters.
+
+    Memory is bounded by one batch of lines whatever the size of the dump; returns rows kept.
+    """
+    import pyarrow.parquet as pq
+
+    wanted = [s.lower() for s in subreddits or []]
+    kept = 0
+    writer = None
+    try:
+        for block in iter_blocks(path):
+            frame = _parse_block(block, schema, quarantine, path.name)
+            if wanted:
+                frame = frame.filter(pl.col("subreddit").str.to_lowercase().is_in(wanted))
+            if since is not None:
+                frame = frame.filter(
+                    pl.col("created_utc").is_null() | (pl.col("created_utc") >= since)
+                )
+            if until is not None:
+                frame = frame.filter(
+                    pl.col("created_utc").is_null() | (pl.col("created_utc") < until)
+                )
+            table = frame.to_arrow()
+            if writer is None:
+                writer = pq.ParquetWriter(out, table.schema, compression="lz4")
+            writer.write_table(table)
+            kept += frame.height
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        pl.DataFrame(schema=schema).write_parquet(out)
+    return kept
+
+
 def read_dump(
     path: Path,
     schema: dict[str, pl.DataType],
@@ -124,21 +209,19 @@ def read_dump(
     since: int | None = None,
     until: int | None = None,
 ) -> pl.DataFrame:
-    """All records of a dump that pass the subreddit and time filters, with `schema`'s fields."""
-    wanted = [s.lower() for s in subreddits or []]
-    frames = []
-    for lines in iter_line_batches(path):
-        frame = _parse_batch(lines, schema, quarantine, path.name)
-        if wanted:
-            frame = frame.filter(pl.col("subreddit").str.to_lowercase().is_in(wanted))
-        if since is not None:
-            frame = frame.filter(pl.col("created_utc").is_null() | (pl.col("created_utc") >= since))
-        if until is not None:
-            frame = frame.filter(pl.col("created_utc").is_null() | (pl.col("created_utc") < until))
-        frames.append(frame)
-    if not frames:
-        return pl.DataFrame(schema=schema)
-    return pl.concat(frames)
+    """The records of a dump that pass the subreddit and time filters, with `schema`'s fields."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "dump.parquet"
+        ingest_dump(
+            path,
+            schema,
+            out,
+            quarantine=quarantine,
+            subreddits=subreddits,
+            since=since,
+            until=until,
+        )
+        return pl.read_parquet(out)
 
 
 def unescape_html(column: str) -> pl.Expr:
