@@ -16,7 +16,7 @@ $(BIN)/remark: pyproject.toml
 	touch $@
 
 demo: $(BIN)/remark
-	$(BIN)/remark run protoqa reddit_v2
+	$(BIN)/remark run protoqa reddit_v2 reddit_movies reddit_books reddit_music
 	$(BIN)/remark db
 	$(BIN)/remark stats
 	$(BIN)/remark diagnose protoqa --protoqa-predictions
@@ -29,6 +29,9 @@ test: $(BIN)/remark
 bench: $(BIN)/remark
 	$(BIN)/python benchmarks/bench_aggregate.py
 	$(BIN)/python benchmarks/bench_rewards.py
+	$(BIN)/python benchmarks/bench_ingest.py
+	$(BIN)/python benchmarks/bench_grounding.py
+	$(BIN)/python benchmarks/eval_grounding.py
 
 lint: $(BIN)/remark
 	$(BIN)/ruff check remark_data tests benchmarks

@@ -86,7 +86,7 @@ def _fuzzy_candidates(
     for start in range(0, len(queries), 2_000):
         block = queries[start : start + 2_000]
         scores = process.cdist(
-            block, choices, scorer=fuzz.ratio, score_cutoff=cutoff, workers=-1, dtype=np.uint8
+            block, choices, scorer=fuzz.ratio, score_cutoff=cutoff, workers=-1, dtype=np.float32
         )
         best = scores.max(axis=1)
         for i, j in zip(*np.nonzero((scores == best[:, None]) & (best[:, None] > 0)), strict=True):
