@@ -133,10 +133,12 @@ def main() -> None:
     per_base = baseline_seconds / args.baseline
     statuses = dict(ours["status"].value_counts().iter_rows())
     print(
-        f"fuzzy grounding of {args.mentions:,} mentions (real titles, half with a typo) against MovieLens"
+        f"fuzzy grounding of {args.mentions:,} mentions "
+        "(real titles, half with a typo) against MovieLens"
     )
     print(
-        f"  remark ground_mentions: {ours_seconds:6.2f} s  ({per_ours * 1e6:8.1f} µs/mention)  {statuses}"
+        f"  remark ground_mentions: {ours_seconds:6.2f} s  "
+        f"({per_ours * 1e6:8.1f} µs/mention)  {statuses}"
     )
     print(
         f"  extractOne loop:        {baseline_seconds:6.2f} s for {args.baseline:,} "
