@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 MIRROR ?= ../shared/corpus
 export REMARK_MIRROR := $(abspath $(MIRROR))
 
-.PHONY: demo test bench lint schemas clean
+.PHONY: demo test bench lint schemas clean llm
 
 $(BIN)/remark: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,12 +26,17 @@ test: $(BIN)/remark
 	$(BIN)/ruff check remark_data tests benchmarks
 	$(BIN)/python -m pytest --doctest-modules remark_data tests
 
+# A real local LLM (llama-server + Qwen2.5-Coder-0.5B, sha256-verified) for the extraction tests.
+llm: $(BIN)/remark
+	scripts/install_llm.sh $(VENV)
+
 bench: $(BIN)/remark
 	$(BIN)/python benchmarks/bench_aggregate.py
 	$(BIN)/python benchmarks/bench_rewards.py
 	$(BIN)/python benchmarks/bench_ingest.py
 	$(BIN)/python benchmarks/bench_grounding.py
 	$(BIN)/python benchmarks/eval_grounding.py
+	$(BIN)/python benchmarks/bench_llm.py
 
 lint: $(BIN)/remark
 	$(BIN)/ruff check remark_data tests benchmarks

@@ -104,10 +104,30 @@ class CatalogSpec(FileRefs):
         return self
 
 
+class LLMSpec(_Spec):
+    """An OpenAI-compatible endpoint; the API key comes from REMARK_LLM_API_KEY / OPENAI_API_KEY."""
+
+    base_url: str
+    model: str
+    prompt_version: str = "v1"
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    seed: int = 0
+    concurrency: int = Field(default=4, ge=1, le=256)
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+
+
 class ExtractSpec(_Spec):
-    method: Literal["gazetteer"] = "gazetteer"
-    kinds: list[str] = Field(min_length=1, description="Catalog kinds the gazetteer looks for.")
+    method: Literal["gazetteer", "llm"] = "gazetteer"
+    kinds: list[str] = Field(min_length=1, description="Catalog kinds to look for.")
     seen: bool = Field(default=True, description="Titles in the request become seen items.")
+    llm: LLMSpec | None = None
+
+    @model_validator(mode="after")
+    def _llm_settings(self) -> ExtractSpec:
+        if self.method == "llm" and self.llm is None:
+            raise ValueError("method 'llm' needs an [extract.llm] table (base_url, model)")
+        return self
 
 
 class GroundSpec(_Spec):

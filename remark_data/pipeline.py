@@ -7,6 +7,7 @@ Each stage is a function of (spec, upstream tables, input files) -> `StageOutput
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from remark_data.config import PipelineSpec, Project, SourceSpec
 from remark_data.errors import RemarkError
 from remark_data.extract import Gazetteer, gazetteer_mentions
 from remark_data.ground import ground_mentions
+from remark_data.llm import LLMSettings, extract_with_llm, llm_mentions
 from remark_data.runner import Fingerprint, RunStore, StageOutput, StageResult, run_stage
 from remark_data.schemas import conform
 from remark_data.scrape import ScrapedSource
@@ -169,6 +171,8 @@ class PipelineRun:
 
     def _extract(self) -> StageOutput:
         assert self.spec.extract is not None
+        if self.spec.extract.method == "llm":
+            return self._extract_llm()
         catalog = self._global_catalog()
         if catalog is None:
             raise RemarkError(f"{self.spec.name}: the gazetteer extractor needs a catalog")
@@ -194,6 +198,58 @@ class PipelineRun:
             tables={"mentions": mentions},
             stats={"responses_scanned": responses.height, "mentions": mentions.height},
         )
+
+    def _extract_llm(self) -> StageOutput:
+        spec = self.spec.extract
+        assert spec is not None and spec.llm is not None
+        settings = LLMSettings(
+            base_url=spec.llm.base_url,
+            model=spec.llm.model,
+            kind=spec.kinds[0],
+            prompt_version=spec.llm.prompt_version,
+            temperature=spec.llm.temperature,
+            seed=spec.llm.seed,
+            concurrency=spec.llm.concurrency,
+            timeout=spec.llm.timeout,
+            max_retries=spec.llm.max_retries,
+        )
+        responses = self.store.read("scrape", "responses").select(
+            "dataset", "request_id", "response_id", "responder_index", "text"
+        )
+        frames = [responses.with_columns(pl.lit("response").alias("role"))]
+        if spec.seen:
+            frames.append(
+                self.store.read("scrape", "requests").select(
+                    "dataset",
+                    "request_id",
+                    pl.lit(None, dtype=pl.String).alias("response_id"),
+                    pl.lit(None, dtype=pl.Int64).alias("responder_index"),
+                    pl.col("prompt").alias("text"),
+                    pl.lit("seen").alias("role"),
+                )
+            )
+        texts = pl.concat(frames).filter(pl.col("text").str.strip_chars() != "")
+        summary = extract_with_llm(
+            dict(enumerate(texts["text"])),
+            settings,
+            cache_path=self.project.data_dir / "cache" / "llm" / "extractions.sqlite",
+        )
+        print(summary.line(), file=sys.stderr)
+        mentions = llm_mentions(texts, summary, settings)
+        stats: dict[str, int | float] = {
+            "texts": summary.texts,
+            "unique_texts": summary.unique_texts,
+            "cache_hits": summary.cache_hits,
+            "requests": summary.requests,
+            "ok": summary.ok,
+            "permanent_failures": summary.permanent,
+            "transient_failures": summary.transient,
+            "dropped_titles": summary.dropped_titles,
+            "prompt_tokens": summary.prompt_tokens,
+            "completion_tokens": summary.completion_tokens,
+            "incomplete": summary.transient,
+        }
+        return StageOutput(tables={"mentions": conform(mentions, "mentions")}, stats=stats)
 
     def _ground(self) -> StageOutput:
         scoped = self.store.read("scrape", "catalog")

@@ -178,7 +178,9 @@ def run_stage(
     """Run `compute` unless the committed output has the same fingerprint (or `force`)."""
     digest = fingerprint.digest
     previous = store.manifest(stage)
-    if not force and previous is not None and previous.get("fingerprint") == digest:
+    # A stage that left work undone (e.g. transient LLM failures) runs again even if unchanged.
+    complete = previous is not None and not previous.get("stats", {}).get("incomplete", 0)
+    if not force and complete and previous.get("fingerprint") == digest:  # type: ignore[union-attr]
         return StageResult(stage=stage, status="skipped", manifest=previous)
     store.root.mkdir(parents=True, exist_ok=True)
     store._clean_leftovers(stage)

@@ -1,0 +1,171 @@
+"""OpenAI-compatible chat servers on 127.0.0.1 for the extraction tests: a scripted fault
+injector of our own, and the real llama-server with Qwen2.5-Coder-0.5B (scripts/install_llm.sh)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+MODEL = REPO / "data/cache/llm-models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FaultServer:
+    """Answers chat completions; `plan(text, attempt)` picks the behaviour of each request:
+    "ok", "429", "500", "slow", "drop", "malformed" or "hallucinate"."""
+
+    def __init__(self, plan, *, delay: float = 0.0) -> None:
+        self.plan = plan
+        self.delay = delay
+        self.requests: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                text = body["messages"][-1]["content"]
+                with server.lock:
+                    server.requests[text] += 1
+                    attempt = server.requests[text]
+                behaviour = server.plan(text, attempt)
+                time.sleep(server.delay)
+                if behaviour == "drop":
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                if behaviour == "slow":
+                    time.sleep(3)
+                if behaviour in ("429", "500"):
+                    payload = json.dumps({"error": {"message": behaviour}}).encode()
+                    self.send_response(int(behaviour))
+                else:
+                    words = re.findall(r"[A-Z][a-z]+", text)[:2]
+                    titles = [
+                        {
+                            "title": w,
+                            "year": None,
+                            "creator": None,
+                            "kind": "movie",
+                            "stance": "recommended",
+                        }
+                        for w in words
+                    ]
+                    if behaviour == "hallucinate":
+                        titles.append(
+                            {
+                                "title": "The Room",
+                                "year": 2003,
+                                "creator": None,
+                                "kind": "movie",
+                                "stance": "recommended",
+                            }
+                        )
+                    content = (
+                        "not json {" if behaviour == "malformed" else json.dumps({"titles": titles})
+                    )
+                    payload = json.dumps(
+                        {
+                            "id": "x",
+                            "object": "chat.completion",
+                            "created": 0,
+                            "model": body["model"],
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": content},
+                                }
+                            ],
+                            "usage": {
+                                "prompt_tokens": 10,
+                                "completion_tokens": 5,
+                                "total_tokens": 15,
+                            },
+                        }
+                    ).encode()
+                    self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address) -> None:
+                pass  # dropped connections are the point of some behaviours
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FaultServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+
+
+class LlamaServer:
+    """The real llama-server on a free port of 127.0.0.1."""
+
+    def __init__(self, *, threads: int = 2, parallel: int = 4) -> None:
+        binary = shutil.which("llama-server-vulkan", path=str(REPO / ".venv/bin"))
+        if binary is None or not MODEL.is_file():
+            raise FileNotFoundError("run scripts/install_llm.sh first")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.args = [
+            binary,
+            "-m",
+            str(MODEL),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "-t",
+            str(threads),
+            "-c",
+            "8192",
+            "-np",
+            str(parallel),
+            "--no-webui",
+        ]
+
+    def __enter__(self) -> LlamaServer:
+        self.process = subprocess.Popen(
+            self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        self.process.kill()
+        raise RuntimeError("llama-server did not become healthy")
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
