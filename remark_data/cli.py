@@ -110,6 +110,9 @@ def stats(
         list[str] | None, typer.Argument(help="Pipelines (default: all run).")
     ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+    plots: Annotated[
+        Path | None, typer.Option(help="Also write the figures as PNG files here.")
+    ] = None,
 ) -> None:
     """Print the label statistics of each pipeline's latest run."""
     from remark_data.runner import RunStore
@@ -124,6 +127,16 @@ def stats(
     if not frames:
         raise RemarkError("no pipeline has been run yet; try `remark run protoqa`")
     frame = pl.concat(frames)
+    if plots is not None:
+        from remark_data.plots import write_figures
+        from remark_data.rollouts import read_diagnostics
+
+        labels = pl.concat([_labels(name) for name in names])
+        diagnostics = read_diagnostics(state.project.runs_dir)
+        if diagnostics is not None:
+            diagnostics = diagnostics.filter(pl.col("dataset").is_in(names))
+        for path in write_figures(plots, labels=labels, stats=frame, diagnostics=diagnostics):
+            err_console.print(f"wrote {path}")
     if fmt is OutputFormat.table:
         frame = frame.select(
             "dataset",
@@ -253,6 +266,7 @@ def diagnose(
         protoqa_prediction_rollouts,
         read_rollouts,
         sample_endpoint,
+        save_diagnostics,
     )
     from remark_data.runner import RunStore
 
@@ -295,6 +309,7 @@ def diagnose(
         seed=seed,
         rollouts=lists,
     )
+    save_diagnostics(state.project.runs_dir, pipeline, report)
     if fmt is OutputFormat.table:
         metrics = report.drop("dataset", "split", "policy", "verdict")
         columns = [f"{d}/{s}" for d, s in report.select("dataset", "split").iter_rows()]
@@ -306,6 +321,42 @@ def diagnose(
             console.print(f"[bold]{row['dataset']}/{row['split']}[/bold]: {row['verdict']}")
     else:
         _print_frame(report, fmt)
+
+
+@app.command()
+def publish(
+    repo_id: Annotated[
+        str, typer.Option("--repo-id", help="ORG/NAME of the Hub dataset repository.")
+    ],
+    pipelines: Annotated[
+        list[str] | None, typer.Argument(help="Datasets to publish (default: all run).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Where to build the folder (default data/publish/NAME).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Build the folder, print its tree, stop.")
+    ] = False,
+    private: Annotated[
+        bool, typer.Option("--private", help="Create the repository private.")
+    ] = False,
+) -> None:
+    """Build the Hub repository folder (a config per dataset, card, statistics) and upload it."""
+    from remark_data.publish import build_repo_folder, tree, upload
+
+    if repo_id.count("/") != 1:
+        raise RemarkError(f"--repo-id must look like ORG/NAME, got {repo_id!r}")
+    names = pipelines or sorted(
+        p.name for p in state.project.runs_dir.glob("*") if (p / "aggregate").exists()
+    )
+    target = out or state.project.data_dir / "publish" / repo_id.replace("/", "__")
+    built = build_repo_folder(state.project, pipelines=names, out=target, repo_id=repo_id)
+    console.print(f"built {built.folder}")
+    if dry_run:
+        console.print(tree(built.folder), markup=False, highlight=False)
+        return
+    commit = upload(built.folder, repo_id=repo_id, private=private)
+    console.print("nothing changed: no commit" if commit is None else f"committed {commit}")
 
 
 @schemas_app.command("export")

@@ -243,3 +243,22 @@ def diagnose_labels(
     if not results:
         raise RemarkError(f"no request of the labels has lists from policy {policy!r}")
     return pl.DataFrame(results)
+
+
+def save_diagnostics(runs_dir: Path, pipeline: str, report: pl.DataFrame) -> Path:
+    """Keep a diagnose report as ``data/runs/<pipeline>/diagnostics/<policy>.parquet`` (atomic)."""
+    import re
+
+    directory = runs_dir / pipeline / "diagnostics"
+    directory.mkdir(parents=True, exist_ok=True)
+    policy = str(report["policy"][0])
+    path = directory / (re.sub(r"[^A-Za-z0-9_.+-]+", "_", policy) + ".parquet")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    report.write_parquet(tmp)
+    tmp.replace(path)
+    return path
+
+
+def read_diagnostics(runs_dir: Path) -> pl.DataFrame | None:
+    paths = sorted(runs_dir.glob("*/diagnostics/*.parquet"))
+    return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed") if paths else None

@@ -50,6 +50,14 @@ def refresh_database(project: Project) -> dict[str, int]:
             )
             con.execute(f"CREATE VIEW {_quote(table)} AS {union}")
             counts[table] = con.execute(f"SELECT count(*) FROM {_quote(table)}").fetchone()[0]  # type: ignore[index]
+        reports = sorted(project.runs_dir.glob("*/diagnostics/*.parquet"))
+        if reports:  # `remark diagnose` reports, as one view
+            files = ", ".join(_literal(p) for p in reports)
+            con.execute(
+                "CREATE VIEW diagnostics AS SELECT * FROM "
+                f"read_parquet([{files}], union_by_name = true)"
+            )
+            counts["diagnostics"] = len(reports)
     tmp.replace(project.database_path)
     return counts
 

@@ -1,0 +1,106 @@
+"""Publishing: the repository folder round-trips through `datasets.load_dataset`, and the upload
+goes to a local stand-in for the Hub (HF_ENDPOINT) in one commit, once."""
+
+import os
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from remark_data.publish import build_repo_folder
+from tests.conftest import REPO, store
+from tests.hub_server import HubStandIn
+
+TOKEN = "hf_test_token_never_written_0123456789"
+
+
+@pytest.mark.parametrize("fixture", ["built_project", "reddit_project"])
+def test_folder_round_trips_through_load_dataset(request, fixture, tmp_path) -> None:
+    import datasets
+
+    project = request.getfixturevalue(fixture)
+    pipelines = sorted(p.name for p in project.runs_dir.iterdir() if (p / "aggregate").exists())
+    out = tmp_path / "repo"
+    built = build_repo_folder(project, pipelines=pipelines, out=out, repo_id="org/remark")
+    card = (out / "README.md").read_text()
+    meta = yaml.safe_load(card.split("---")[1])
+    assert [c["config_name"] for c in meta["configs"]] == [*pipelines, "all"]
+    for config, splits in built.configs.items():
+        for split, rows in splits.items():
+            loaded = datasets.load_dataset(str(out), config, split=split)
+            assert loaded.num_rows == rows
+            if config == "all":
+                continue
+            labels = store(project, config).read("aggregate", "labels").filter(split=split)
+            assert loaded["request_id"] == labels["request_id"].to_list()
+            assert loaded["n_responders"] == labels["n_responders"].to_list()
+            assert loaded["union_item_ids"] == labels["union_item_ids"].to_list()
+            assert loaded["responder_item_ids"] == labels["responder_item_ids"].to_list()
+            for path in (out / config).glob(f"{split}-*.parquet"):
+                metadata = pq.ParquetFile(path).metadata
+                assert metadata.num_row_groups == 1 or metadata.row_group(0).num_rows >= 100_000
+    assert "CC-BY-4.0" in card or "protoqa" not in pipelines
+    assert "research use only" in card and "sha256" in card
+
+
+def _publish(project, out, hub_url, *extra):
+    env = {**os.environ, "HF_ENDPOINT": hub_url, "HF_TOKEN": TOKEN, "HF_HUB_DISABLE_TELEMETRY": "1"}
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from remark_data.cli import main; main()",
+            "--project-dir",
+            str(project.root),
+            "publish",
+            "--repo-id",
+            "org/remark",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_upload_is_one_commit_once_and_never_writes_the_token(built_project, tmp_path) -> None:
+    out = tmp_path / "repo"
+    with HubStandIn() as hub:
+        first = _publish(built_project, out, hub.url)
+        assert first.returncode == 0, first.stderr
+        assert len(hub.commits) == 1
+        local = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+        assert sorted(hub.commits[0]) == local
+        assert {hub.files[name] == (out / name).read_bytes() for name in local} == {True}
+        assert all(
+            r["authorization"] == f"Bearer {TOKEN}" for r in hub.requests if r["authorization"]
+        )
+        second = _publish(built_project, out, hub.url)
+        assert second.returncode == 0 and "nothing changed" in second.stdout
+        assert len(hub.commits) == 1
+    for path in [*out.rglob("*"), *built_project.data_dir.rglob("*")]:
+        if path.is_file() and path.stat().st_size < 50_000_000:
+            assert TOKEN.encode() not in path.read_bytes(), path
+
+
+def test_failed_upload_is_one_line_and_keeps_the_folder(built_project, tmp_path) -> None:
+    out = tmp_path / "repo"
+    with HubStandIn(fail_commits=True) as hub:
+        result = _publish(built_project, out, hub.url)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("error: upload to org/remark failed (HTTP 500)")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert (out / "README.md").is_file() and list(out.glob("*/train-*.parquet"))
+
+
+def test_dry_run_prints_the_tree_and_uploads_nothing(built_project, tmp_path) -> None:
+    with HubStandIn() as hub:
+        result = _publish(built_project, tmp_path / "repo", hub.url, "--dry-run")
+    assert result.returncode == 0 and "protoqa/train-00000-of-00001.parquet" in result.stdout
+    assert hub.requests == []
