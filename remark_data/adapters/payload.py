@@ -37,6 +37,15 @@ def label_payload(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def conversational_prompt() -> Any:
+    """The `prompt` column as a one-message chat ([{role: user, content: prompt}])."""
+    import polars as pl
+
+    return pl.concat_list(
+        pl.struct(pl.lit("user").alias("role"), pl.col("prompt").alias("content"))
+    ).alias("prompt")
+
+
 def dcg(per_rank: Sequence[float]) -> float:
     """One scalar per completion: Σ_k r_k / log2(k+1)."""
     return sum(r / math.log2(k + 2) for k, r in enumerate(per_rank))

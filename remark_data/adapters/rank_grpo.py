@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from remark_data.adapters.payload import conversational_prompt
+
 if TYPE_CHECKING:
     import datasets
     import polars as pl
@@ -15,9 +17,7 @@ def to_rank_grpo_dataset(labels: pl.DataFrame) -> datasets.Dataset:
     import polars as pl
 
     frame = labels.select(
-        pl.concat_list(
-            pl.struct(pl.lit("user").alias("role"), pl.col("prompt").alias("content"))
-        ).alias("prompt"),
+        conversational_prompt(),
         "seen_titles",
         "groundtruth_with_release_year",
         pl.col("union_item_ids").list.len().alias("num_groundtruth"),

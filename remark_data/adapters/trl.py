@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from remark_data.adapters.payload import PayloadScorer
+from remark_data.adapters.payload import PayloadScorer, conversational_prompt
 from remark_data.rewards import RewardKind, Shape, completion_text
 
 if TYPE_CHECKING:
@@ -29,9 +29,7 @@ def to_trl_dataset(labels: pl.DataFrame) -> datasets.Dataset:
     import polars as pl
 
     frame = labels.select(
-        pl.concat_list(
-            pl.struct(pl.lit("user").alias("role"), pl.col("prompt").alias("content"))
-        ).alias("prompt"),
+        conversational_prompt(),
         "request_id",
         "dataset",
         "split",

@@ -27,3 +27,20 @@ class ScrapedSource:
     catalog: pl.DataFrame = field(default_factory=lambda: empty("catalog"))
     stats: dict[str, int] = field(default_factory=dict)
     quarantine: list[str] = field(default_factory=list)  # samples of what was set aside
+
+
+def requests_table(frame: pl.DataFrame, *, dataset: str, source: str, split: str) -> pl.DataFrame:
+    """The `requests` table from (request_id, prompt[, seen_titles]) rows of one source."""
+    seen = (
+        pl.col("seen_titles")
+        if "seen_titles" in frame.columns
+        else pl.lit([], dtype=pl.List(pl.String)).alias("seen_titles")
+    )
+    return frame.select(
+        pl.lit(dataset).alias("dataset"),
+        "request_id",
+        pl.lit(split).alias("split"),
+        pl.lit(source).alias("source"),
+        "prompt",
+        seen,
+    )

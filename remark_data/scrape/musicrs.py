@@ -14,7 +14,7 @@ import polars as pl
 
 from remark_data.errors import RemarkError
 from remark_data.matching import normalize_title
-from remark_data.scrape import ScrapedSource
+from remark_data.scrape import ScrapedSource, requests_table
 
 _QUOTES = "\"'“”‘’ "
 
@@ -103,14 +103,7 @@ def read_musicrs(path: Path, *, dataset: str, source: str, split: str) -> Scrape
     return ScrapedSource(
         requests=pl.DataFrame(
             requests, schema={"request_id": pl.String, "prompt": pl.String}, orient="row"
-        ).select(
-            pl.lit(dataset).alias("dataset"),
-            "request_id",
-            pl.lit(split).alias("split"),
-            pl.lit(source).alias("source"),
-            "prompt",
-            pl.lit([], dtype=pl.List(pl.String)).alias("seen_titles"),
-        ),
+        ).pipe(requests_table, dataset=dataset, source=source, split=split),
         responses=pl.DataFrame(
             responses,
             schema={"request_id": pl.String, "response_id": pl.String, "responder_index": pl.Int64},

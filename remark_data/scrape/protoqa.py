@@ -17,7 +17,7 @@ import polars as pl
 
 from remark_data.errors import RemarkError
 from remark_data.frames import with_normalized_key
-from remark_data.scrape import ScrapedSource
+from remark_data.scrape import ScrapedSource, requests_table
 
 
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -35,14 +35,7 @@ def _expand(
     answers: pl.DataFrame, questions: pl.DataFrame, *, dataset: str, source: str, split: str
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """answers(request_id, answer_index, answer, count) -> requests, responses, mentions."""
-    requests = questions.select(
-        pl.lit(dataset).alias("dataset"),
-        "request_id",
-        pl.lit(split).alias("split"),
-        pl.lit(source).alias("source"),
-        "prompt",
-        pl.lit([], dtype=pl.List(pl.String)).alias("seen_titles"),
-    )
+    requests = requests_table(questions, dataset=dataset, source=source, split=split)
     responses = (
         answers.filter(pl.col("count") > 0)
         .with_columns(pl.int_ranges(0, "count").alias("k"))

@@ -29,7 +29,7 @@ from typing import BinaryIO
 import polars as pl
 
 from remark_data.errors import RemarkError
-from remark_data.scrape import ScrapedSource, empty
+from remark_data.scrape import ScrapedSource, empty, requests_table
 
 ZSTD_MAX_WINDOW = 2**31  # the dumps are compressed with --long=31
 BLOCK_BYTES = 32 << 20  # parsed by polars in one call; bounds memory per step
@@ -324,22 +324,19 @@ def read_reddit_dump(
             pl.int_range(pl.len()).over("request_id").alias("responder_index"),
         )
     )
-    requests = submissions.select(
-        pl.lit(dataset).alias("dataset"),
-        pl.col("id").alias("request_id"),
-        pl.lit(split).alias("split"),
-        pl.lit(source).alias("source"),
-        unescape_html("title").alias("title"),
-        unescape_html("selftext").alias("selftext"),
-    ).select(
-        "dataset",
-        "request_id",
-        "split",
-        "source",
-        pl.concat_str(pl.col("title"), pl.col("selftext").fill_null(""), separator="\n\n")
-        .str.strip_chars()
-        .alias("prompt"),
-        pl.lit([], dtype=pl.List(pl.String)).alias("seen_titles"),
+    requests = (
+        submissions.select(
+            pl.col("id").alias("request_id"),
+            unescape_html("title").alias("title"),
+            unescape_html("selftext").alias("selftext"),
+        )
+        .select(
+            "request_id",
+            pl.concat_str(pl.col("title"), pl.col("selftext").fill_null(""), separator="\n\n")
+            .str.strip_chars()
+            .alias("prompt"),
+        )
+        .pipe(requests_table, dataset=dataset, source=source, split=split)
     )
     return ScrapedSource(
         requests=requests,

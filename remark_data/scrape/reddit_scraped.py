@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from remark_data.errors import RemarkError
-from remark_data.scrape import ScrapedSource, empty
+from remark_data.scrape import ScrapedSource, empty, requests_table
 
 
 def _source(
@@ -31,14 +31,7 @@ def _source(
         orient="row",
     ).filter(pl.col("text").str.strip_chars() != "")
     return ScrapedSource(
-        requests=requests.select(
-            pl.lit(dataset).alias("dataset"),
-            "request_id",
-            pl.lit(split).alias("split"),
-            pl.lit(source).alias("source"),
-            "prompt",
-            pl.lit([], dtype=pl.List(pl.String)).alias("seen_titles"),
-        ),
+        requests=requests_table(requests, dataset=dataset, source=source, split=split),
         responses=responses.select(
             pl.lit(dataset).alias("dataset"),
             "request_id",
