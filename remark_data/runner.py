@@ -31,6 +31,16 @@ from remark_data import __version__
 from remark_data.schemas import TABLES, conform, json_schemas
 
 _TMP_MARK = ".tmp-"
+#: Where each table of the data model lives in a run.
+TABLE_STAGES: dict[str, tuple[str, ...]] = {
+    "requests": ("scrape",),
+    "responses": ("scrape",),
+    "mentions": ("scrape", "extract"),
+    "catalog": ("ground",),
+    "groundings": ("ground",),
+    "labels": ("aggregate",),
+    "stats": ("stats",),
+}
 # Outputs depend on the package version and on the table schemas: a schema change re-runs stages.
 _SCHEMA_DIGEST = hashlib.sha256(repr(sorted(json_schemas().items())).encode()).hexdigest()[:12]
 CODE_VERSION = f"{__version__}+schema.{_SCHEMA_DIGEST}"
@@ -102,16 +112,18 @@ class RunStore:
     def read(self, stage: str, table: str) -> pl.DataFrame:
         return pl.read_parquet(self.table_path(stage, table))
 
-    def committed_tables(self) -> dict[str, Path]:
-        """table name -> parquet path over every committed stage (symlink paths, always current)."""
-        found: dict[str, Path] = {}
-        if not self.root.is_dir():
-            return found
-        for link in sorted(self.root.iterdir()):
-            if link.name.startswith(".") or not link.is_symlink():
-                continue
-            for parquet in sorted(link.glob("*.parquet")):
-                found[parquet.stem] = parquet
+    def committed_tables(self) -> dict[str, list[Path]]:
+        """table name -> the parquet files that make it up (symlink paths, always current).
+
+        Each table has one authoritative stage, except `mentions`: the scrape stage's
+        pre-extracted mentions plus the extract stage's.
+        """
+        found: dict[str, list[Path]] = {}
+        for table, stages in TABLE_STAGES.items():
+            paths = [self.stage_dir(s) / f"{table}.parquet" for s in stages]
+            existing = [p for p in paths if p.is_file()]
+            if existing:
+                found[table] = existing
         return found
 
     def _clean_leftovers(self, stage: str) -> None:

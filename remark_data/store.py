@@ -28,22 +28,21 @@ def _literal(path: Path) -> str:
 
 def refresh_database(project: Project) -> dict[str, int]:
     """(Re)create the views in ``data/remark.duckdb``; returns view name -> row count."""
-    by_table: dict[str, list[tuple[str, Path]]] = {}
+    by_table: dict[str, list[tuple[str, list[Path]]]] = {}
     if project.runs_dir.is_dir():
         for run_dir in sorted(p for p in project.runs_dir.iterdir() if p.is_dir()):
-            for table, path in RunStore(run_dir).committed_tables().items():
-                by_table.setdefault(table, []).append((run_dir.name, path))
+            for table, paths in RunStore(run_dir).committed_tables().items():
+                by_table.setdefault(table, []).append((run_dir.name, paths))
     project.data_dir.mkdir(parents=True, exist_ok=True)
     tmp = project.database_path.with_name(f".{project.database_path.name}.tmp-{os.getpid()}")
     tmp.unlink(missing_ok=True)
     counts: dict[str, int] = {}
     with duckdb.connect(str(tmp)) as con:
         for table, runs in sorted(by_table.items()):
-            for pipeline, path in runs:
+            for pipeline, paths in runs:
                 view = f"{pipeline}__{table}"
-                con.execute(
-                    f"CREATE VIEW {_quote(view)} AS SELECT * FROM read_parquet({_literal(path)})"
-                )
+                files = ", ".join(_literal(p) for p in paths)
+                con.execute(f"CREATE VIEW {_quote(view)} AS SELECT * FROM read_parquet([{files}])")
                 counts[view] = con.execute(f"SELECT count(*) FROM {_quote(view)}").fetchone()[0]  # type: ignore[index]
             union = " UNION ALL BY NAME ".join(
                 f"SELECT * FROM {_quote(f'{p}__{table}')}" for p, _ in runs

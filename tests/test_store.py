@@ -46,3 +46,14 @@ def test_views_follow_the_latest_committed_version(built_project) -> None:
     assert frame.equals(
         pl.DataFrame({"split": ["all", "dev", "train"], "n_requests": [9814, 1032, 8782]})
     )
+
+
+def test_views_hold_whole_tables_across_stages(reddit_project) -> None:
+    """`mentions` = pre-extracted + extracted; `catalog` = the ground stage's full catalog."""
+    counts = refresh_database(reddit_project)
+    for pipeline in ("reddit_movies", "reddit_books", "reddit_music"):
+        groundings = store(reddit_project, pipeline).read("ground", "groundings").height
+        assert counts[f"{pipeline}__mentions"] == groundings
+        catalog = store(reddit_project, pipeline).read("ground", "catalog").height
+        assert counts[f"{pipeline}__catalog"] == catalog
+    assert counts["reddit_movies__catalog"] == 15576
