@@ -24,6 +24,7 @@ demo: $(BIN)/remark
 
 test: $(BIN)/remark
 	$(BIN)/ruff check remark_data tests benchmarks
+	$(BIN)/mypy remark_data
 	$(BIN)/python -m pytest --doctest-modules remark_data tests
 
 # A real local LLM (llama-server + Qwen2.5-Coder-0.5B, sha256-verified) for the extraction tests.
@@ -41,6 +42,7 @@ bench: $(BIN)/remark
 lint: $(BIN)/remark
 	$(BIN)/ruff check remark_data tests benchmarks
 	$(BIN)/ruff format --check remark_data tests benchmarks
+	$(BIN)/mypy remark_data
 
 schemas: $(BIN)/remark
 	$(BIN)/remark schemas export

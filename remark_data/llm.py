@@ -331,7 +331,7 @@ async def _run(
 
 
 def extract_with_llm(
-    texts: Mapping[str, str], settings: LLMSettings, *, cache_path: Path
+    texts: Mapping[Any, str], settings: LLMSettings, *, cache_path: Path
 ) -> ExtractionSummary:
     """Extract titles from `texts` (id -> text); returns per-text-hash results and counters."""
     summary = ExtractionSummary(texts=len(texts))

@@ -160,8 +160,8 @@ class PipelineRun:
             for s, p in zip(self.spec.sources, parts, strict=True)
             for line in p.quarantine
         ]
-        files = {"quarantine.txt": "\n".join(quarantine) + "\n"} if quarantine else {}
-        return StageOutput(tables=tables, stats=stats, files=files)
+        extra = {"quarantine.txt": "\n".join(quarantine) + "\n"} if quarantine else {}
+        return StageOutput(tables=tables, stats=stats, files=extra)
 
     def _global_catalog(self) -> pl.DataFrame | None:
         loaded = load_catalog(

@@ -174,8 +174,9 @@ async def _sample_endpoint(
         raise RemarkError(f"endpoint {base_url} unreachable ({errors.exceptions[0]})") from None
     except* openai.APIStatusError as errors:
         first = errors.exceptions[0]
+        assert isinstance(first, openai.APIStatusError)
         raise RemarkError(
-            f"endpoint {base_url} answered {first.status_code}: {first.message}"  # type: ignore[attr-defined]
+            f"endpoint {base_url} answered {first.status_code}: {first.message}"
         ) from None
     finally:
         await client.close()

@@ -191,8 +191,12 @@ def run_stage(
     digest = fingerprint.digest
     previous = store.manifest(stage)
     # A stage that left work undone (e.g. transient LLM failures) runs again even if unchanged.
-    complete = previous is not None and not previous.get("stats", {}).get("incomplete", 0)
-    if not force and complete and previous.get("fingerprint") == digest:  # type: ignore[union-attr]
+    if (
+        not force
+        and previous is not None
+        and not previous.get("stats", {}).get("incomplete", 0)
+        and previous.get("fingerprint") == digest
+    ):
         return StageResult(stage=stage, status="skipped", manifest=previous)
     store.root.mkdir(parents=True, exist_ok=True)
     store._clean_leftovers(stage)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 RewardKind = Literal["responder", "union", "marginal"]
 Shape = Literal["exp_inf", "log_decay"]
@@ -57,13 +57,12 @@ class RequestLabels:
         )
 
     @classmethod
-    def from_row(cls, row: Mapping[str, object]) -> RequestLabels:
+    def from_row(cls, row: Mapping[str, Any]) -> RequestLabels:
         """From a `labels` row (or the label columns a trainer passes along)."""
-        responders = row["responder_item_ids"]
+        labels = cls.from_sets(row["responder_item_ids"], seen=row.get("seen_item_ids") or ())
         items = row.get("items")
-        labels = cls.from_sets(responders, seen=row.get("seen_item_ids") or ())  # type: ignore[arg-type]
         if items:  # prefer the stored p̂ (identical by construction, cheaper to trust)
-            p_hat = {i["item_id"]: float(i["p_hat"]) for i in items}  # type: ignore[index, union-attr]
+            p_hat = {i["item_id"]: float(i["p_hat"]) for i in items}
             return cls(labels.union, p_hat, labels.responders, labels.seen)
         return labels
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -20,7 +21,10 @@ _QUOTES = "\"'“”‘’ "
 
 
 def read_musicrs(path: Path, *, dataset: str, source: str, split: str) -> ScrapedSource:
-    requests, responses, mentions, songs = [], [], [], {}
+    requests: list[tuple[str, str]] = []
+    responses: list[tuple[str, str, int]] = []
+    mentions: list[tuple[Any, ...]] = []
+    songs: dict[str, tuple[str, str | None]] = {}
     for number, line in enumerate(path.read_text().splitlines(), 1):
         try:
             thread = json.loads(line)

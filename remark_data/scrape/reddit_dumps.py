@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import polars as pl
 
@@ -35,7 +35,7 @@ ZSTD_MAX_WINDOW = 2**31  # the dumps are compressed with --long=31
 BLOCK_BYTES = 32 << 20  # parsed by polars in one call; bounds memory per step
 DELETED_AUTHORS = ("[deleted]", "[removed]")
 
-SUBMISSION_SCHEMA = {
+SUBMISSION_SCHEMA: dict[str, Any] = {
     "id": pl.String,
     "author": pl.String,
     "title": pl.String,
@@ -43,7 +43,7 @@ SUBMISSION_SCHEMA = {
     "subreddit": pl.String,
     "created_utc": pl.Int64,
 }
-COMMENT_SCHEMA = {
+COMMENT_SCHEMA: dict[str, Any] = {
     "id": pl.String,
     "author": pl.String,
     "body": pl.String,
@@ -134,7 +134,7 @@ class Quarantine:
 
 
 def _parse_block(
-    block: bytes, schema: dict[str, pl.DataType], quarantine: Quarantine, where: str
+    block: bytes, schema: dict[str, Any], quarantine: Quarantine, where: str
 ) -> pl.DataFrame:
     """One block of NDJSON; if polars refuses it, re-read it by line, setting bad ones aside."""
     try:
@@ -157,7 +157,7 @@ def _parse_block(
 
 def ingest_dump(
     path: Path,
-    schema: dict[str, pl.DataType],
+    schema: dict[str, Any],
     out: Path,
     *,
     quarantine: Quarantine,
@@ -202,7 +202,7 @@ def ingest_dump(
 
 def read_dump(
     path: Path,
-    schema: dict[str, pl.DataType],
+    schema: dict[str, Any],
     *,
     quarantine: Quarantine,
     subreddits: list[str] | None = None,
@@ -264,12 +264,14 @@ def read_reddit_dump(
 ) -> ScrapedSource:
     """Requests (submissions) and responders (comment authors) from a pair of dump files."""
     quarantine = Quarantine()
-    window = {
-        "subreddits": options.subreddits,
-        "since": _epoch(options.since),
-        "until": _epoch(options.until),
-    }
-    submissions = read_dump(submissions_path, SUBMISSION_SCHEMA, quarantine=quarantine, **window)
+    submissions = read_dump(
+        submissions_path,
+        SUBMISSION_SCHEMA,
+        quarantine=quarantine,
+        subreddits=options.subreddits,
+        since=_epoch(options.since),
+        until=_epoch(options.until),
+    )
     comments = read_dump(
         comments_path, COMMENT_SCHEMA, quarantine=quarantine, subreddits=options.subreddits
     )
