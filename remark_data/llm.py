@@ -377,6 +377,8 @@ def llm_mentions(texts: Any, summary: ExtractionSummary, settings: LLMSettings) 
     """
     import polars as pl
 
+    from remark_data.schemas import column_schema
+
     rows = []
     for dataset, request_id, response_id, index, text, role in texts.select(
         "dataset", "request_id", "response_id", "responder_index", "text", "role"
@@ -400,19 +402,20 @@ def llm_mentions(texts: Any, summary: ExtractionSummary, settings: LLMSettings) 
                     stance,
                 )
             )
-    schema = {
-        "dataset": pl.String,
-        "request_id": pl.String,
-        "response_id": pl.String,
-        "responder_index": pl.Int64,
-        "mention_id": pl.String,
-        "role": pl.String,
-        "kind": pl.String,
-        "surface": pl.String,
-        "year": pl.Int64,
-        "creator": pl.String,
-        "stance": pl.String,
-    }
+    schema = column_schema(
+        "mentions",
+        "dataset",
+        "request_id",
+        "response_id",
+        "responder_index",
+        "mention_id",
+        "role",
+        "kind",
+        "surface",
+        "year",
+        "creator",
+        "stance",
+    )
     return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
         pl.lit("llm").alias("extractor")
     )

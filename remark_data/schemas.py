@@ -218,6 +218,16 @@ def polars_schema(model: type[BaseModel]) -> pl.Schema:
     return pl.Schema({name: _dtype(f.annotation) for name, f in model.model_fields.items()})
 
 
+def column_schema(table: str, *columns: str) -> dict[str, pl.DataType]:
+    """The polars types of some columns of a table, to build rows of it column by column.
+
+    >>> column_schema("mentions", "surface", "year")
+    {'surface': String, 'year': Int64}
+    """
+    schema = polars_schema(TABLES[table])
+    return {column: schema[column] for column in columns}
+
+
 def conform(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     """Select and cast `frame` to the table's schema; a missing column is a programming error."""
     schema = polars_schema(TABLES[table])

@@ -2,16 +2,15 @@
 goes to a local stand-in for the Hub (HF_ENDPOINT) in one commit, once."""
 
 import os
-import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
 from remark_data.publish import build_repo_folder
-from tests.conftest import REPO, store
+from tests.conftest import store
 from tests.hub_server import HubStandIn
+from tests.test_cli import remark
 
 TOKEN = "hf_test_token_never_written_0123456789"
 
@@ -47,26 +46,7 @@ def test_folder_round_trips_through_load_dataset(request, fixture, tmp_path) -> 
 
 def _publish(project, out, hub_url, *extra):
     env = {**os.environ, "HF_ENDPOINT": hub_url, "HF_TOKEN": TOKEN, "HF_HUB_DISABLE_TELEMETRY": "1"}
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from remark_data.cli import main; main()",
-            "--project-dir",
-            str(project.root),
-            "publish",
-            "--repo-id",
-            "org/remark",
-            "--out",
-            str(out),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=300,
-    )
+    return remark(project, "publish", "--repo-id", "org/remark", "--out", str(out), *extra, env=env)
 
 
 def test_upload_is_one_commit_once_and_never_writes_the_token(built_project, tmp_path) -> None:

@@ -60,23 +60,24 @@ def _rows(kwargs: dict[str, Any], n: int) -> list[dict[str, Any] | None]:
     return rows
 
 
+def _reward_func(score: Callable[[str, dict[str, Any]], Any], name: str) -> RewardFunc:
+    def reward_func(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[Any]:
+        rows = _rows(kwargs, len(completions))
+        return [
+            None if row is None else score(completion_text(completion), row)
+            for completion, row in zip(completions, rows, strict=True)
+        ]
+
+    reward_func.__name__ = name  # TRL logs rewards under the function's name
+    return reward_func
+
+
 def make_reward_func(
     *, reward: RewardKind = "union", shape: Shape = "exp_inf", max_ranks: int = 20
 ) -> RewardFunc:
     """A TRL reward function: one float per completion (DCG of the per-rank rewards)."""
     scorer = PayloadScorer(reward=reward, shape=shape, max_ranks=max_ranks)
-
-    def reward_func(
-        prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
-    ) -> list[float | None]:
-        rows = _rows(kwargs, len(completions))
-        return [
-            None if row is None else scorer.scalar(completion_text(completion), row)
-            for completion, row in zip(completions, rows, strict=True)
-        ]
-
-    reward_func.__name__ = f"remark_{reward}_{shape}"
-    return reward_func
+    return _reward_func(scorer.scalar, f"remark_{reward}_{shape}")
 
 
 def make_rank_reward_func(
@@ -84,15 +85,4 @@ def make_rank_reward_func(
 ) -> RewardFunc:
     """Per-rank variant for Rank-GRPO-style trainers: K floats per completion."""
     scorer = PayloadScorer(reward=reward, shape=shape, max_ranks=max_ranks)
-
-    def rank_reward_func(
-        prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
-    ) -> list[list[float] | None]:
-        rows = _rows(kwargs, len(completions))
-        return [
-            None if row is None else scorer.per_rank(completion_text(completion), row)
-            for completion, row in zip(completions, rows, strict=True)
-        ]
-
-    rank_reward_func.__name__ = f"remark_{reward}_{shape}_per_rank"
-    return rank_reward_func
+    return _reward_func(scorer.per_rank, f"remark_{reward}_{shape}_per_rank")

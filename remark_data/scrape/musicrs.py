@@ -15,6 +15,7 @@ import polars as pl
 
 from remark_data.errors import RemarkError
 from remark_data.matching import normalize_title
+from remark_data.schemas import column_schema
 from remark_data.scrape import ScrapedSource, requests_table
 
 _QUOTES = "\"'“”‘’ "
@@ -82,16 +83,17 @@ def read_musicrs(path: Path, *, dataset: str, source: str, split: str) -> Scrape
             raise RemarkError(f"{path}:{number}: not a MusiCRS thread ({exc})") from None
     mention_frame = pl.DataFrame(
         mentions,
-        schema={
-            "request_id": pl.String,
-            "response_id": pl.String,
-            "responder_index": pl.Int64,
-            "mention_id": pl.String,
-            "role": pl.String,
-            "kind": pl.String,
-            "surface": pl.String,
-            "creator": pl.String,
-        },
+        schema=column_schema(
+            "mentions",
+            "request_id",
+            "response_id",
+            "responder_index",
+            "mention_id",
+            "role",
+            "kind",
+            "surface",
+            "creator",
+        ),
         orient="row",
     )
     catalog = pl.DataFrame(
