@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from remark_data.matching import normalize_title
-from remark_data.schemas import column_schema
+from remark_data.schemas import MENTION_FIELDS, column_schema
 
 _TOKEN = re.compile(r"\S+")
 _YEAR_AFTER = re.compile(r"^\s*[\(\[]\s*(\d{4})\s*[\)\]]")
@@ -175,19 +175,7 @@ def gazetteer_mentions(
                 (dataset, request_id, response_id, responder_index, f"{prefix}#g{position}",
                  role, kind, hit.surface, hit.year, hit.creator)
             )  # fmt: skip
-    schema = column_schema(
-        "mentions",
-        "dataset",
-        "request_id",
-        "response_id",
-        "responder_index",
-        "mention_id",
-        "role",
-        "kind",
-        "surface",
-        "year",
-        "creator",
-    )
+    schema = column_schema("mentions", *MENTION_FIELDS)
     return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
         pl.lit("recommended" if role == "response" else "mentioned").alias("stance"),
         pl.lit("gazetteer").alias("extractor"),

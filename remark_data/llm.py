@@ -377,7 +377,7 @@ def llm_mentions(texts: Any, summary: ExtractionSummary, settings: LLMSettings) 
     """
     import polars as pl
 
-    from remark_data.schemas import column_schema
+    from remark_data.schemas import MENTION_FIELDS, column_schema
 
     rows = []
     for dataset, request_id, response_id, index, text, role in texts.select(
@@ -402,20 +402,7 @@ def llm_mentions(texts: Any, summary: ExtractionSummary, settings: LLMSettings) 
                     stance,
                 )
             )
-    schema = column_schema(
-        "mentions",
-        "dataset",
-        "request_id",
-        "response_id",
-        "responder_index",
-        "mention_id",
-        "role",
-        "kind",
-        "surface",
-        "year",
-        "creator",
-        "stance",
-    )
+    schema = column_schema("mentions", *MENTION_FIELDS, "stance")
     return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
         pl.lit("llm").alias("extractor")
     )

@@ -218,6 +218,13 @@ def polars_schema(model: type[BaseModel]) -> pl.Schema:
     return pl.Schema({name: _dtype(f.annotation) for name, f in model.model_fields.items()})
 
 
+#: The columns an extractor fills for each mention, in this order (stance and extractor follow).
+MENTION_FIELDS = (
+    "dataset", "request_id", "response_id", "responder_index", "mention_id", "role", "kind",
+    "surface", "year", "creator",
+)  # fmt: skip
+
+
 def column_schema(table: str, *columns: str) -> dict[str, pl.DataType]:
     """The polars types of some columns of a table, to build rows of it column by column.
 

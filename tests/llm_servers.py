@@ -29,8 +29,9 @@ class FaultServer:
     """Answers chat completions; `plan(text, attempt)` picks the behaviour of each request:
     "ok", "429", "500", "slow", "drop", "malformed" or "hallucinate"."""
 
-    def __init__(self, plan, *, delay: float = 0.0) -> None:
+    def __init__(self, plan, *, delay: float = 0.0, content=None) -> None:
         self.plan = plan
+        self.content = content  # optional (text, request number) -> reply text, for "ok"
         self.delay = delay
         self.requests: Counter[str] = Counter()
         self.lock = threading.Lock()
@@ -78,6 +79,8 @@ class FaultServer:
                     content = (
                         "not json {" if behaviour == "malformed" else json.dumps({"titles": titles})
                     )
+                    if server.content is not None and behaviour == "ok":
+                        content = server.content(text, sum(server.requests.values()))
                     payload = json.dumps(
                         {
                             "id": "x",

@@ -2,13 +2,11 @@
 OpenAI-compatible HTTP endpoint on 127.0.0.1."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
 
 import pytest
 
 from tests.conftest import CORPUS
+from tests.llm_servers import FaultServer
 from tests.test_cli import remark
 
 
@@ -18,53 +16,22 @@ def ran(project):
     return project
 
 
-class _ChatServer(BaseHTTPRequestHandler):
-    """Speaks /v1/chat/completions; answers with a 20-line list of real catalog titles."""
-
-    titles: ClassVar[list[str]] = []
-    requests: ClassVar[list[dict]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append(body)
-        start = (len(type(self).requests) * 7) % (len(self.titles) - 20)
-        content = "\n".join(f"{k + 1}. {t}" for k, t in enumerate(self.titles[start : start + 20]))
-        payload = json.dumps({
-            "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }).encode()  # fmt: skip
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args) -> None:
-        pass
-
-
 def test_diagnose_from_a_local_openai_compatible_server(ran) -> None:
-    samples = json.loads((CORPUS / "rank_grpo/reddit_v2_sft_train_sample100.json").read_text())[
-        "samples"
-    ]
-    _ChatServer.titles = sorted(
-        {f"{t} ({y})" for s in samples for t, y in s["groundtruth_with_release_year"]}
+    samples = json.loads((CORPUS / "rank_grpo/reddit_v2_sft_train_sample100.json").read_text())
+    titles = sorted(
+        {f"{t} ({y})" for s in samples["samples"] for t, y in s["groundtruth_with_release_year"]}
     )
-    _ChatServer.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatServer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        result = remark(ran, "diagnose", "reddit_v2", "--endpoint", url, "--model", "tiny",
+
+    def twenty_lines(text: str, number: int) -> str:  # a 20-line list of real catalog titles
+        start = (number * 7) % (len(titles) - 20)
+        return "\n".join(f"{k + 1}. {t}" for k, t in enumerate(titles[start : start + 20]))
+
+    with FaultServer(lambda text, attempt: "ok", content=twenty_lines) as server:
+        result = remark(ran, "diagnose", "reddit_v2", "--endpoint", server.url, "--model", "tiny",
                         "-G", "4", "--limit", "10", "--format", "json")  # fmt: skip
-    finally:
-        server.shutdown()
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)[0]
-    assert len(_ChatServer.requests) == 10 * 4
+    assert sum(server.requests.values()) == 10 * 4
     assert report["n_requests"] == 10 and report["group_size_mean"] == 4
     assert 0 <= report["responder_share_scaled"] <= 1
 

@@ -15,7 +15,7 @@ import polars as pl
 
 from remark_data.errors import RemarkError
 from remark_data.matching import normalize_title
-from remark_data.schemas import column_schema
+from remark_data.schemas import MENTION_FIELDS, column_schema
 from remark_data.scrape import ScrapedSource, requests_table
 
 _QUOTES = "\"'“”‘’ "
@@ -32,18 +32,9 @@ def read_musicrs(path: Path, *, dataset: str, source: str, split: str) -> Scrape
             request_id = thread["name"].removeprefix("t3_")
             requests.append((request_id, thread["combined_text"]))
             for position, title in enumerate(thread.get("submission_entities") or []):
-                mentions.append(
-                    (
-                        request_id,
-                        None,
-                        None,
-                        f"{request_id}/seen#{position}",
-                        "seen",
-                        None,
-                        title.strip(_QUOTES),
-                        None,
-                    )
-                )
+                mention_id = f"{request_id}/seen#{position}"
+                seen = (dataset, request_id, None, None, mention_id, "seen", None)
+                mentions.append((*seen, title.strip(_QUOTES), None, None))
             index = 0
             for comment in thread["comments"]:
                 entities = comment.get("entities") or {}
@@ -66,34 +57,15 @@ def read_musicrs(path: Path, *, dataset: str, source: str, split: str) -> Scrape
                     named.append(("song", key, sole_artist))
                 for position, (kind, surface, creator) in enumerate(named):
                     if surface:
-                        mentions.append(
-                            (
-                                request_id,
-                                response_id,
-                                index,
-                                f"{response_id}#{position}",
-                                "response",
-                                kind,
-                                surface,
-                                creator,
-                            )
-                        )
+                        mention_id = f"{response_id}#{position}"
+                        where = (dataset, request_id, response_id, index, mention_id, "response")
+                        mentions.append((*where, kind, surface, None, creator))
                 index += 1
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
             raise RemarkError(f"{path}:{number}: not a MusiCRS thread ({exc})") from None
     mention_frame = pl.DataFrame(
         mentions,
-        schema=column_schema(
-            "mentions",
-            "request_id",
-            "response_id",
-            "responder_index",
-            "mention_id",
-            "role",
-            "kind",
-            "surface",
-            "creator",
-        ),
+        schema=column_schema("mentions", *MENTION_FIELDS),
         orient="row",
     )
     catalog = pl.DataFrame(
@@ -124,16 +96,7 @@ def read_musicrs(path: Path, *, dataset: str, source: str, split: str) -> Scrape
             pl.lit("no_author_ids").alias("responder_flag"),
         ),
         mentions=mention_frame.select(
-            pl.lit(dataset).alias("dataset"),
-            "request_id",
-            "response_id",
-            "responder_index",
-            "mention_id",
-            "role",
-            "kind",
-            "surface",
-            pl.lit(None, dtype=pl.Int64).alias("year"),
-            "creator",
+            *MENTION_FIELDS,
             pl.when(pl.col("role") == "seen")
             .then(pl.lit("mentioned"))
             .otherwise(pl.lit("recommended"))
