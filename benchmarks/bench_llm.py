@@ -82,6 +82,8 @@ def gazetteer_predictions(rows: list[dict]) -> dict[str, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--throughput-texts", type=int, default=40)
+    parser.add_argument("--batch-chars", type=int, default=200, help="0: skip the batched run")
+    parser.add_argument("--only-batched", action="store_true")
     args = parser.parse_args()
     from remark_data.llm import LLMSettings, extract_with_llm
     from tests.llm_servers import LlamaServer
@@ -96,30 +98,36 @@ def main() -> None:
         f"recall {gazetteer['recall']:.3f} "
         f"({gazetteer['correct']}/{gazetteer['predicted']} predicted correct)"
     )
+    runs = [] if args.only_batched else [(4, 0), (2, 0), (1, 0)]
+    if args.batch_chars:
+        runs.append((4, args.batch_chars))
     with LlamaServer(threads=2, parallel=4) as server, tempfile.TemporaryDirectory() as tmp:
-        for concurrency in (4, 2, 1):
+        for concurrency, batch_chars in runs:
             settings = LLMSettings(
                 base_url=server.url,
                 model="qwen2.5-coder-0.5b",
                 timeout=300,
                 concurrency=concurrency,
+                batch_chars=batch_chars,
+                batch_size=4,
             )
-            subset = (
-                texts if concurrency == 4 else dict(list(texts.items())[: args.throughput_texts])
-            )
+            full = concurrency == 4
+            subset = texts if full else dict(list(texts.items())[: args.throughput_texts])
             cpu, wall = time.process_time(), time.perf_counter()
-            summary = extract_with_llm(
-                subset, settings, cache_path=Path(tmp) / f"c{concurrency}.sqlite"
-            )
+            cache = Path(tmp) / f"c{concurrency}-{batch_chars}.sqlite"
+            summary = extract_with_llm(subset, settings, cache_path=cache)
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            label = f"concurrency {concurrency}" + (
+                f", batched ≤{batch_chars} chars x4" if batch_chars else ""
+            )
             print(
-                f"  concurrency {concurrency}: {summary.requests} requests in {wall:.1f} s = "
-                f"{summary.requests / wall:.2f} req/s; "
-                f"client CPU {cpu:.2f} s = {cpu / wall:.1%} of wall; "
-                f"{summary.ok} ok, {summary.permanent} permanent, {summary.transient} transient, "
+                f"  {label}: {summary.requests} requests for {len(subset)} texts in {wall:.1f} s = "
+                f"{summary.requests / wall:.2f} req/s, {len(subset) / wall:.2f} texts/s; "
+                f"client CPU {cpu / wall:.1%} of wall; {summary.ok} ok, "
+                f"{summary.permanent} permanent, {summary.transient} transient, "
                 f"{summary.dropped_titles} titles dropped by the guard"
             )
-            if concurrency == 4:
+            if full:
                 predicted = {
                     cid: [
                         t["title"]
@@ -129,7 +137,7 @@ def main() -> None:
                 }
                 llm = score(predicted, gold)
                 print(
-                    f"  Qwen2.5-Coder-0.5B: precision {llm['precision']:.3f}, "
+                    f"    Qwen2.5-Coder-0.5B: precision {llm['precision']:.3f}, "
                     f"recall {llm['recall']:.3f} "
                     f"({llm['correct']}/{llm['predicted']} predicted correct)"
                 )

@@ -115,6 +115,10 @@ class LLMSpec(_Spec):
     concurrency: int = Field(default=4, ge=1, le=256)
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
+    batch_chars: int = Field(
+        default=0, ge=0, description="Comments up to this length go several per request (0: off)."
+    )
+    batch_size: int = Field(default=8, ge=1, le=64)
 
 
 class ExtractSpec(_Spec):

@@ -84,7 +84,25 @@ def strict_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     return tighten(model.model_json_schema())
 
 
+class CommentExtraction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    index: int = Field(ge=0, le=63)
+    titles: list[ExtractedTitle] = Field(max_length=25)
+
+
+class BatchExtraction(BaseModel):
+    """Several short comments in one request: titles per numbered comment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    comments: list[CommentExtraction] = Field(max_length=64)
+
+
 SCHEMA = strict_json_schema(Extraction)
+BATCH_SCHEMA = strict_json_schema(BatchExtraction)
+BATCH_NOTE = """Several comments follow, each after its number in brackets ([0], [1], ...). Answer \
+with one entry per comment: its number and the titles named in that comment only."""
 
 
 def title_in_text(title: str, text: str, *, threshold: float = 90.0) -> bool:
@@ -119,10 +137,17 @@ class LLMSettings:
     max_retries: int = 4
     backoff_base: float = 0.5
     max_tokens: int = 512
+    batch_chars: int = 0  # > 0: comments up to this many characters go several per request
+    batch_size: int = 8
+
+    def batched(self, text: str) -> bool:
+        return 0 < len(text) <= self.batch_chars
 
     def cache_key(self, text: str) -> str:
+        # A batched text is asked with another prompt and schema: it is cached under those.
+        prompt, schema = (BATCH_NOTE, BATCH_SCHEMA) if self.batched(text) else ("", SCHEMA)
         payload = json.dumps(
-            [self.model, self.prompt_version, self.kind, SCHEMA, text], sort_keys=True
+            [self.model, self.prompt_version, prompt, self.kind, schema, text], sort_keys=True
         )
         return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -204,18 +229,30 @@ class ExtractionSummary:
 _RETRYABLE_STATUS = {408, 409, 429}
 
 
-async def _extract_one(
-    client: Any, settings: LLMSettings, text: str, summary: ExtractionSummary
-) -> dict[str, Any]:
+def _titles_per_text(raw: str, n_texts: int) -> list[list[ExtractedTitle]]:
+    """Parse a reply: one `Extraction`, or a `BatchExtraction` for several texts."""
+    if n_texts == 1:
+        return [Extraction.model_validate_json(raw).titles]
+    per_text: list[list[ExtractedTitle]] = [[] for _ in range(n_texts)]
+    for comment in BatchExtraction.model_validate_json(raw).comments:
+        if comment.index < n_texts:  # an invented comment number is ignored
+            per_text[comment.index].extend(comment.titles)
+    return per_text
+
+
+async def _extract_batch(
+    client: Any, settings: LLMSettings, texts: list[str], summary: ExtractionSummary
+) -> list[dict[str, Any]]:
+    """One request for `texts` (one text, or several short ones); a result per text."""
     import openai
 
-    messages = [
-        {
-            "role": "system",
-            "content": SYSTEM_PROMPT.format(kind=settings.kind, creator="author or artist"),
-        },
-        {"role": "user", "content": text},
-    ]
+    system = SYSTEM_PROMPT.format(kind=settings.kind, creator="author or artist")
+    if len(texts) == 1:
+        user, schema, name = texts[0], SCHEMA, "extraction"
+    else:
+        user = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(texts))
+        system, schema, name = f"{system}\n{BATCH_NOTE}", BATCH_SCHEMA, "batch_extraction"
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     schema_failures = 0
     raw = None
     for attempt in range(1, settings.max_retries + 2):
@@ -226,53 +263,65 @@ async def _extract_one(
                 messages=messages,
                 temperature=settings.temperature,
                 seed=settings.seed,
-                max_tokens=settings.max_tokens,
+                max_tokens=settings.max_tokens * len(texts),
                 response_format={
                     "type": "json_schema",
-                    "json_schema": {"name": "extraction", "strict": True, "schema": SCHEMA},
+                    "json_schema": {"name": name, "strict": True, "schema": schema},
                 },
             )
             usage = response.usage
+            # Token counts are shared out evenly over the texts of a batched request.
             tokens = {
-                "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-                "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
+                "prompt_tokens": (getattr(usage, "prompt_tokens", 0) or 0) // len(texts),
+                "completion_tokens": (getattr(usage, "completion_tokens", 0) or 0) // len(texts),
             }
             raw = response.choices[0].message.content or ""
-            parsed = Extraction.model_validate_json(raw)
+            parsed = _titles_per_text(raw, len(texts))
         except (ValidationError, ValueError, IndexError, AttributeError) as exc:
             schema_failures += 1
             if schema_failures >= 2:
-                return {
-                    "state": "permanent",
-                    "raw": raw,
-                    "error": f"schema: {str(exc)[:300]}",
-                    "attempts": attempt,
-                }
+                failure = {"state": "permanent", "raw": raw, "error": f"schema: {str(exc)[:300]}"}
+                return [failure | {"attempts": attempt} for _ in texts]
             continue
         except openai.APIStatusError as exc:
             if exc.status_code < 500 and exc.status_code not in _RETRYABLE_STATUS:
-                return {
+                failure = {
                     "state": "permanent",
                     "error": f"HTTP {exc.status_code}: {exc.message[:300]}",
-                    "attempts": attempt,
                 }
+                return [failure | {"attempts": attempt} for _ in texts]
             error = f"HTTP {exc.status_code}"
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             error = type(exc).__name__
         else:
-            kept = [t for t in parsed.titles if title_in_text(t.title, text)]
-            return {
-                "state": "ok",
-                "titles": [t.model_dump() for t in kept],
-                "dropped": len(parsed.titles) - len(kept),
-                "raw": raw,
-                "attempts": attempt,
-                **tokens,
-            }
+            results = []
+            for text, titles in zip(texts, parsed, strict=True):
+                kept = [t for t in titles if title_in_text(t.title, text)]
+                results.append(
+                    {
+                        "state": "ok",
+                        "titles": [t.model_dump() for t in kept],
+                        "dropped": len(titles) - len(kept),
+                        "raw": raw,
+                        "attempts": attempt,
+                        **tokens,
+                    }
+                )
+            return results
         if attempt <= settings.max_retries:
             delay = settings.backoff_base * 2 ** (attempt - 1)
             await asyncio.sleep(delay + random.uniform(0, delay))
-    return {"state": "transient", "error": error, "attempts": settings.max_retries + 1}
+    return [
+        {"state": "transient", "error": error, "attempts": settings.max_retries + 1} for _ in texts
+    ]
+
+
+def _requests_for(texts: Mapping[str, str], settings: LLMSettings) -> list[list[tuple[str, str]]]:
+    """Group pending (key, text) pairs into requests: short texts several at a time."""
+    single = [[(key, text)] for key, text in texts.items() if not settings.batched(text)]
+    short = [(key, text) for key, text in texts.items() if settings.batched(text)]
+    size = max(1, settings.batch_size)
+    return single + [short[i : i + size] for i in range(0, len(short), size)]
 
 
 async def _run(
@@ -308,24 +357,28 @@ async def _run(
         "extract", total=len(texts), rate=0.0, hits=summary.cache_hits, failed=0
     )
 
-    async def one(key: str, text: str) -> None:
+    async def one(unit: list[tuple[str, str]]) -> None:
         async with limit:
-            result = await _extract_one(client, settings, text, summary)
-        cache.put(key, **result)  # committed now: a kill loses only what is in flight
-        summary.results[key] = result
-        summary.prompt_tokens += result.get("prompt_tokens", 0)
-        summary.completion_tokens += result.get("completion_tokens", 0)
+            results = await _extract_batch(client, settings, [text for _, text in unit], summary)
+        for (key, _), result in zip(unit, results, strict=True):
+            cache.put(key, **result)  # committed now: a kill loses only what is in flight
+            summary.results[key] = result
+            summary.prompt_tokens += result.get("prompt_tokens", 0)
+            summary.completion_tokens += result.get("completion_tokens", 0)
         failed = sum(r["state"] != "ok" for r in summary.results.values())
         elapsed = time.perf_counter() - started
         progress.update(
-            task, advance=1, rate=summary.requests / elapsed if elapsed else 0.0, failed=failed
+            task,
+            advance=len(unit),
+            rate=summary.requests / elapsed if elapsed else 0.0,
+            failed=failed,
         )
 
     try:
         with progress:
             async with asyncio.TaskGroup() as group:
-                for key, text in texts.items():
-                    group.create_task(one(key, text))
+                for unit in _requests_for(texts, settings):
+                    group.create_task(one(unit))
     finally:
         await client.close()
 

@@ -212,6 +212,8 @@ class PipelineRun:
             concurrency=spec.llm.concurrency,
             timeout=spec.llm.timeout,
             max_retries=spec.llm.max_retries,
+            batch_chars=spec.llm.batch_chars,
+            batch_size=spec.llm.batch_size,
         )
         responses = self.store.read("scrape", "responses").select(
             "dataset", "request_id", "response_id", "responder_index", "text"

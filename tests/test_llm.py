@@ -270,3 +270,40 @@ methods = ["normalized", "fuzzy"]
     assert labels.height > 0
     manifest_text = (project.runs_dir / "reddit_llm" / "extract" / "manifest.json").read_text()
     assert "sk-test-not-logged" not in manifest_text
+
+
+def _title(title: str) -> dict:
+    return {"title": title, "year": None, "creator": None, "kind": "movie", "stance": "recommended"}
+
+
+def test_short_comments_go_several_per_request(tmp_path) -> None:
+    """With batch_chars set, short comments share a request; each is still cached, guarded
+    and answered on its own."""
+    import re
+
+    short = [t for t in REAL if len(t) <= 80][:10]
+    long = [t for t in REAL if len(t) > 200][:2]
+
+    def numbered(text: str, number: int) -> str:
+        parts = re.split(r"\[(\d+)\] ", text)[1:]
+        if not parts:  # a single (long) comment: the plain schema
+            return json.dumps({"titles": []})
+        comments = []
+        for index, comment in zip(parts[::2], parts[1::2], strict=True):
+            words = re.findall(r"\b[A-Z][a-z]{3,}\b", comment)[:1]
+            titles = [_title(w) for w in words]
+            titles.append(_title("The Room"))
+            comments.append({"index": int(index), "titles": titles})
+        return json.dumps({"comments": comments})
+
+    texts = dict(enumerate(short + long))
+    with FaultServer(lambda t, a: "ok", content=numbered) as server:
+        settings = _settings(server.url, batch_chars=80, batch_size=4)
+        summary = extract_with_llm(texts, settings, cache_path=tmp_path / "c.sqlite")
+        assert summary.requests == 3 + 2  # 10 short in batches of 4, 2 long alone
+        assert summary.ok == 12 and summary.dropped_titles == 10  # "The Room" is in none
+        for text in short:
+            titles = [t["title"] for t in summary.results[settings.cache_key(text)]["titles"]]
+            assert all(title_in_text(t, text) for t in titles)
+        again = extract_with_llm(texts, settings, cache_path=tmp_path / "c.sqlite")
+    assert again.requests == 0 and again.cache_hits == 12
