@@ -13,6 +13,7 @@ of wall time. Needs `scripts/install_llm.sh`.
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import sys
 import tempfile
@@ -67,10 +68,6 @@ def gazetteer_predictions(rows: list[dict]) -> dict[str, list[str]]:
         for n in [t, *a]
     ]
     gazetteer = Gazetteer(names)
-    import html
-
-    from remark_data.scrape.reddit_dumps import unescape_html  # noqa: F401  (same text the pipeline sees)
-
     return {
         r["comment_id"]: list(
             dict.fromkeys(f.surface for f in gazetteer.find(html.unescape(r["text"])))

@@ -236,6 +236,3 @@ class Project:
         if candidate.suffix == ".toml":
             return candidate if candidate.is_absolute() else self.root / candidate
         return self.root / "pipelines" / f"{name_or_path}.toml"
-
-    def pipeline_names(self) -> list[str]:
-        return sorted(p.stem for p in (self.root / "pipelines").glob("*.toml"))

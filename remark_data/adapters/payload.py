@@ -9,17 +9,6 @@ from typing import Any
 
 from remark_data.rewards import ListScorer, RewardKind, Shape
 
-LABEL_COLUMNS = (
-    "request_id",
-    "dataset",
-    "split",
-    "items",
-    "union_item_ids",
-    "responder_item_ids",
-    "seen_item_ids",
-    "seen_titles",
-)
-
 
 def label_payload(row: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON-able labels of one `labels` row."""

@@ -40,11 +40,12 @@ class ListScorer:
         self.catalog = catalog
         self.max_ranks = max_ranks
         self.year_tolerance = year_tolerance
-        self._rows: dict[object, tuple[TitleMatcher, RequestLabels, frozenset[str]]] = {}
+        self._rows: dict[str, tuple[TitleMatcher, RequestLabels, frozenset[str]]] = {}
 
     def _prepare(self, row: Row) -> tuple[TitleMatcher, RequestLabels, frozenset[str]]:
-        key = row.get("request_id") or id(row)
-        cached = self._rows.get(key)
+        # Cached by request id only: an id() of a short-lived row dict can be reused by another.
+        key = row.get("request_id")
+        cached = self._rows.get(key) if key is not None else None
         if cached is not None:
             return cached
         labels = RequestLabels.from_row(row)
@@ -56,9 +57,10 @@ class ListScorer:
         )
         seen_keys = frozenset(normalize_title(t) for t in row.get("seen_titles") or ())
         prepared = (matcher, labels, seen_keys)
-        if len(self._rows) > 100_000:
-            self._rows.clear()
-        self._rows[key] = prepared
+        if key is not None:
+            if len(self._rows) > 100_000:
+                self._rows.clear()
+            self._rows[key] = prepared
         return prepared
 
     def _ground_ranks(self, text: str, row: Row) -> tuple[list[str | None], RequestLabels]:
