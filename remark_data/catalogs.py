@@ -51,7 +51,7 @@ def load_restricted_pickle(path: Path) -> object:
                 )
         return _NoGlobals(io.BytesIO(data)).load()
     except (pickle.UnpicklingError, ValueError, EOFError) as exc:
-        raise RemarkError(f"{path}: not a valid pickle ({exc})") from None
+        raise RemarkError(f"{path}: not a valid pickle ({exc})") from exc
 
 
 def load_rank_grpo_catalog(path: Path, *, dataset: str) -> pl.DataFrame:

@@ -82,8 +82,12 @@ def run(
     force: Annotated[
         bool, typer.Option("--force", help="Re-run stages even if unchanged.")
     ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify", help="Hash every input again instead of trusting the memo."),
+    ] = False,
 ) -> None:
-    """Run pipelines: scrape → ground → aggregate → stats."""
+    """Run pipelines: scrape → [extract] → ground → aggregate → stats."""
     from remark_data.pipeline import PipelineRun
     from remark_data.runner import StageResult
 
@@ -95,13 +99,14 @@ def run(
         else:
             console.print(f"  {result.stage}: ran in {manifest['compute_seconds']:.2f}s ({rows})")
 
-    for name in pipelines:
-        spec = load_pipeline_spec(state.project.pipeline_path(name))
+    # Every spec is checked before anything runs: a typo in the last name costs nothing.
+    specs = [load_pipeline_spec(state.project.pipeline_path(name)) for name in pipelines]
+    for spec in specs:
         console.print(f"[bold]{spec.name}[/bold]")
         with console.status(f"running {spec.name}…"):
-            PipelineRun(spec=spec, project=state.project, force=force, on_stage=report).run(
-                stages=tuple(stage) if stage else None
-            )
+            PipelineRun(
+                spec=spec, project=state.project, force=force, verify=verify, on_stage=report
+            ).run(stages=tuple(stage) if stage else None)
 
 
 @app.command()
@@ -117,13 +122,20 @@ def stats(
     """Print the label statistics of each pipeline's latest run."""
     from remark_data.runner import RunStore
 
-    names = pipelines or [p.name for p in sorted(state.project.runs_dir.glob("*")) if p.is_dir()]
+    names: list[str] = list(pipelines or [])
+    if not names:  # every pipeline whose run got as far as the statistics; say which are left out
+        partial: list[str] = []
+        for run_dir in sorted(p for p in state.project.runs_dir.glob("*") if p.is_dir()):
+            done = RunStore(run_dir).manifest("stats") is not None
+            (names if done else partial).append(run_dir.name)
+        if partial:
+            err_console.print(f"left out (not run up to stats yet): {', '.join(partial)}")
     frames = []
     for name in names:
         try:
             frames.append(RunStore(state.project.runs_dir / name).read("stats", "stats"))
-        except FileNotFoundError:
-            raise RemarkError(f"{name}: no statistics yet; run `remark run {name}` first") from None
+        except FileNotFoundError as exc:
+            raise RemarkError(f"{name}: no statistics yet; run `remark run {name}` first") from exc
     if not frames:
         raise RemarkError("no pipeline has been run yet; try `remark run protoqa`")
     frame = pl.concat(frames)
@@ -215,8 +227,8 @@ def _labels(pipeline: str) -> pl.DataFrame:
 
     try:
         return RunStore(state.project.runs_dir / pipeline).read("aggregate", "labels")
-    except FileNotFoundError:
-        raise RemarkError(f"{pipeline}: no labels yet; run `remark run {pipeline}` first") from None
+    except FileNotFoundError as exc:
+        raise RemarkError(f"{pipeline}: no labels yet; run `remark run {pipeline}` first") from exc
 
 
 @app.command()
@@ -253,7 +265,10 @@ def diagnose(
         typer.Option("--protoqa-predictions", help="ProtoQA's released human and GPT-2 lists."),
     ] = False,
     group_size: Annotated[int, typer.Option("--group-size", "-G", min=2)] = 8,
-    ranks: Annotated[int, typer.Option("--ranks", "-K", min=1)] = 20,
+    ranks: Annotated[
+        int | None,
+        typer.Option("--ranks", "-K", min=1, help="Ranks per list (default: the lists' length)."),
+    ] = None,
     split: Annotated[str | None, typer.Option(help="Only this split.")] = None,
     limit: Annotated[int | None, typer.Option(help="At most this many requests per run.")] = None,
     concurrency: Annotated[int, typer.Option(min=1)] = 4,
@@ -342,10 +357,9 @@ def publish(
     ] = False,
 ) -> None:
     """Build the Hub repository folder (a config per dataset, card, statistics) and upload it."""
-    from remark_data.publish import build_repo_folder, tree, upload
+    from remark_data.publish import build_repo_folder, check_repo_id, tree, upload
 
-    if repo_id.count("/") != 1:
-        raise RemarkError(f"--repo-id must look like ORG/NAME, got {repo_id!r}")
+    check_repo_id(repo_id)
     names = pipelines or sorted(
         p.name for p in state.project.runs_dir.glob("*") if (p / "aggregate").exists()
     )
@@ -371,12 +385,20 @@ def schemas_export(
         console.print(f"wrote {path}")
 
 
+def _one_line(exc: RemarkError | OSError) -> str:
+    if isinstance(exc, OSError) and exc.strerror:  # a full disk, a read-only folder, …
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
 def main() -> None:
-    """Console entry point: user errors become one line on stderr and exit code 2."""
+    """Console entry point: user errors (and the machine's: a full disk, a read-only folder)
+    become one line on stderr and exit code 2; ``--debug`` shows the chained traceback."""
     try:
         app()
-    except RemarkError as exc:
+    except (RemarkError, OSError) as exc:
         if state.debug:
             raise
-        err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        err_console.print(f"error: {_one_line(exc)}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)

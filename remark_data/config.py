@@ -6,8 +6,8 @@ naming the file, the key and what is wrong.
 
 Examples
 --------
->>> spec = load_pipeline_spec(Path("pipelines/protoqa.toml"))  # doctest: +SKIP
->>> [s.name for s in spec.sources]  # doctest: +SKIP
+>>> spec = load_pipeline_spec(Path("pipelines/protoqa.toml"))
+>>> [s.name for s in spec.sources]
 ['dev-crowdsourced', 'dev-scraped', 'train']
 """
 
@@ -184,15 +184,21 @@ def _format_validation_error(path: Path, error: ValidationError) -> str:
 def load_pipeline_spec(path: Path) -> PipelineSpec:
     """Parse and validate a pipeline spec; raises `RemarkError` with a one-line message."""
     try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise RemarkError(f"{path}: no such pipeline spec") from None
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise RemarkError(f"{path}: no such pipeline spec") from exc
+    except IsADirectoryError as exc:
+        raise RemarkError(f"{path}: is a folder, not a pipeline spec") from exc
+    except UnicodeDecodeError as exc:
+        raise RemarkError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
+    except OSError as exc:
+        raise RemarkError(f"{path}: cannot read the spec ({exc.strerror})") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise RemarkError(f"{path}: malformed TOML: {exc}") from None
+        raise RemarkError(f"{path}: malformed TOML: {exc}") from exc
     try:
         return PipelineSpec.model_validate(raw)
     except ValidationError as exc:
-        raise RemarkError(_format_validation_error(path, exc)) from None
+        raise RemarkError(_format_validation_error(path, exc)) from exc
 
 
 @dataclass(frozen=True, kw_only=True)

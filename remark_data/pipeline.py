@@ -21,7 +21,14 @@ from remark_data.errors import RemarkError
 from remark_data.extract import Gazetteer, gazetteer_mentions
 from remark_data.ground import ground_mentions
 from remark_data.llm import LLMSettings, extract_with_llm, llm_mentions
-from remark_data.runner import Fingerprint, RunStore, StageOutput, StageResult, run_stage
+from remark_data.runner import (
+    Fingerprint,
+    RunStore,
+    StageOutput,
+    StageResult,
+    code_digest,
+    run_stage,
+)
 from remark_data.schemas import conform
 from remark_data.scrape import ScrapedSource
 from remark_data.scrape.musicrs import read_musicrs
@@ -42,6 +49,39 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "aggregate": (),
     "stats": ("stats",),
 }
+
+
+#: The reader module of each source format (the scrape stage runs only those a spec uses).
+FORMAT_MODULES: dict[str, str] = {
+    "protoqa_crowdsourced": "remark_data.scrape.protoqa",
+    "protoqa_scraped": "remark_data.scrape.protoqa",
+    "protoqa_train_simplified": "remark_data.scrape.protoqa",
+    "rank_grpo_rows": "remark_data.scrape.rank_grpo",
+    "reddit_dump": "remark_data.scrape.reddit_dumps",
+    "booksuggestions_json": "remark_data.scrape.reddit_scraped",
+    "suggestmeabook_jsonl": "remark_data.scrape.reddit_scraped",
+    "musicrs_jsonl": "remark_data.scrape.musicrs",
+}
+
+
+def stage_code_digest(spec: PipelineSpec, stage: str) -> str:
+    """`code_digest` of what a stage runs: its modules with their package imports, the runner,
+    and this module alone (it holds the stage bodies but imports every stage)."""
+    own: tuple[str, ...]
+    match stage:
+        case "scrape":
+            own = tuple(sorted({FORMAT_MODULES[s.format] for s in spec.sources}))
+        case "extract":
+            method = "gazetteer" if spec.extract is None else spec.extract.method
+            extractor = "remark_data.extract" if method == "gazetteer" else "remark_data.llm"
+            own = ("remark_data.catalogs", extractor)
+        case "ground":
+            own = ("remark_data.catalogs", "remark_data.ground")
+        case "aggregate":
+            own = ("remark_data.aggregate",)
+        case _:
+            own = ("remark_data.stats",)
+    return code_digest([*own, "remark_data.runner"], shallow=[__name__])
 
 
 def pipeline_stages(spec: PipelineSpec) -> tuple[str, ...]:
@@ -97,10 +137,11 @@ class PipelineRun:
     spec: PipelineSpec
     project: Project
     force: bool = False
+    verify: bool = False  # hash every input again, ignoring the memo
     on_stage: Callable[[StageResult], None] | None = None
 
     def __post_init__(self) -> None:
-        self.fetcher = Fetcher(self.project)
+        self.fetcher = Fetcher(self.project, verify=self.verify)
         self.store = RunStore(self.project.runs_dir / self.spec.name)
 
     # -- inputs -----------------------------------------------------------------------------
@@ -135,6 +176,7 @@ class PipelineRun:
             config_hash=self.spec.section_hash(*SECTIONS[stage]),
             inputs=self._inputs(stage),
             upstream=fingerprints,
+            code_digest=stage_code_digest(self.spec, stage),
         )
 
     # -- stages -----------------------------------------------------------------------------
@@ -294,7 +336,7 @@ class PipelineRun:
 
     def run(self, *, stages: tuple[str, ...] | None = None) -> list[StageResult]:
         available = pipeline_stages(self.spec)
-        stages = stages or available
+        stages = available if stages is None else stages
         unknown = [s for s in stages if s not in available]
         if unknown:
             raise RemarkError(f"unknown stage {unknown[0]!r} (stages: {', '.join(available)})")
@@ -305,21 +347,24 @@ class PipelineRun:
             "aggregate": self._aggregate,
             "stats": self._stats,
         }
-        results = []
-        for stage in available:
-            if stage not in stages:
-                continue
-            result = run_stage(
-                self.store,
-                pipeline=self.spec.name,
-                stage=stage,
-                fingerprint=self._fingerprint(stage),
-                config={s: self.spec.model_dump(mode="json")[s] for s in SECTIONS[stage]},
-                compute=compute[stage],
-                force=self.force,
-            )
-            self.fetcher.hashes.save()
-            if self.on_stage is not None:
-                self.on_stage(result)
-            results.append(result)
+        results: list[StageResult] = []
+        if not stages:
+            return results
+        with self.store.lock():
+            for stage in available:
+                if stage not in stages:
+                    continue
+                result = run_stage(
+                    self.store,
+                    pipeline=self.spec.name,
+                    stage=stage,
+                    fingerprint=self._fingerprint(stage),
+                    config={s: self.spec.model_dump(mode="json")[s] for s in SECTIONS[stage]},
+                    compute=compute[stage],
+                    force=self.force,
+                )
+                self.fetcher.hashes.save()
+                if self.on_stage is not None:
+                    self.on_stage(result)
+                results.append(result)
         return results

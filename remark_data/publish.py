@@ -10,7 +10,11 @@ login and is never written anywhere.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib
+import json
+import re
 import shutil
 import uuid
 from dataclasses import dataclass
@@ -19,10 +23,15 @@ from typing import Any
 
 import polars as pl
 
+from remark_data import __version__
 from remark_data.config import Project
 from remark_data.errors import RemarkError
 from remark_data.runner import RunStore
 
+#: Marks a folder `build_repo_folder` made, the only kind it will replace. Not uploaded.
+MARKER = ".remark-publish.json"
+#: The Hub's repository names, ASCII only: no path tricks, no control characters.
+_REPO_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?")
 ROW_GROUP_ROWS = 100_000
 SHARD_ROWS = 500_000
 LICENSES = {
@@ -32,6 +41,28 @@ LICENSES = {
     "reddit_books": "Reddit content: Reddit's terms, research use only; catalog: CC-BY-SA-4.0",
     "reddit_music": "Reddit content: Reddit's terms, research use only; catalogs: HetRec terms",
 }
+
+
+def check_repo_id(repo_id: str) -> str:
+    """`repo_id` if it is a plain ``ORG/NAME``, else a `RemarkError`.
+
+    Examples
+    --------
+    >>> check_repo_id("remark/reddit-labels")
+    'remark/reddit-labels'
+    >>> check_repo_id("remark/..")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    remark_data.errors.RemarkError: --repo-id must be ORG/NAME (...), got 'remark/..'
+    """
+    parts = repo_id.split("/")
+    if len(parts) != 2 or not all(
+        _REPO_ID.fullmatch(part) and ".." not in part and "--" not in part for part in parts
+    ):
+        raise RemarkError(
+            f"--repo-id must be ORG/NAME (letters, digits, '-', '_', '.'), got {repo_id!r}"
+        )
+    return repo_id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +101,7 @@ def _card(
     configs: dict[str, dict[str, int]],
     stats: pl.DataFrame,
     sources: list[dict[str, str]],
+    year_tolerance: dict[str, int],
 ) -> str:
     lines = [
         "---",
@@ -99,6 +131,7 @@ def _card(
         "single_responder_share",
         "single_mention_share",
         "union_to_sum",
+        "group_size",
         "prop2_bound",
     )
     body = (
@@ -108,7 +141,7 @@ def _card(
 One row per request, labelled with **every** responder's items, instead of one row per responder.
 Reward rank k with 1 when its item is in `union_item_ids` (the union of all responders' items);
 `items[].p_hat` = c_i / n_x (the share of responders who named item i) is there for analysis.
-Built by [remark-data](https://github.com/) from public multi-responder data.
+Built by remark-data {__version__} from public multi-responder data.
 
 ```python
 from datasets import load_dataset
@@ -142,9 +175,12 @@ outside research. `all` concatenates every config (same columns; `dataset` tells
 scrape (requests and responders: distinct comment authors other than the OP, bots and
 `[deleted]`; ProtoQA: each raw answer with count k is k responders; Rank-GRPO rows: one responder
 per row, grouped by exact prompt text) → extract (a catalog gazetteer for Reddit text, or the
-source's own pre-extracted entities) → ground (normalised titles, ±2-year tolerance, rapidfuzz,
-author/artist checks; unmatched and ambiguous mentions kept out of the labels) → aggregate
-(c_i = responders naming item i, p̂_i = c_i / n_x, union = {i : c_i ≥ 1}).
+source's own pre-extracted entities) → ground (normalised titles, a release-year tolerance
+per dataset ("""
+        + ", ".join(f"{name}: ±{years}" for name, years in sorted(year_tolerance.items()))
+        + """ years), rapidfuzz, author/artist checks; unmatched and ambiguous mentions kept out of
+the labels) → aggregate (c_i = responders naming item i, p̂_i = c_i / n_x,
+union = {i : c_i ≥ 1}).
 
 ## Responder-noise statistics
 
@@ -154,7 +190,8 @@ author/artist checks; unmatched and ambiguous mentions kept out of the labels) �
 
 `single_responder_share`: requests with one responder (where ReMaRk equals per-responder
 training); `single_mention_share`: union items only one responder named; `union_to_sum`:
-Σ min(c_i, 1) / Σ c_i; `prop2_bound`: max/min std of G = 8 binary rewards (Proposition 2).
+Σ min(c_i, 1) / Σ c_i; `prop2_bound`: max/min std of G = `group_size` binary rewards
+(Proposition 2; G is set per dataset).
 
 ## Sources
 
@@ -189,24 +226,47 @@ def _sources(project: Project, pipelines: list[str]) -> list[dict[str, str]]:
     return sorted(seen.values(), key=lambda s: s["name"])
 
 
+def _check_target(out: Path) -> None:
+    """Refuse to replace anything but a folder this module built (or an empty one)."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if not out.is_dir() or out.is_symlink():
+        raise RemarkError(f"--out {out} exists and is not a folder; choose another path")
+    if (out / MARKER).is_file() or not any(out.iterdir()):
+        return
+    raise RemarkError(
+        f"--out {out} is a folder with files that `remark publish` did not write; "
+        "choose an empty or new folder"
+    )
+
+
 def build_repo_folder(
     project: Project, *, pipelines: list[str], out: Path, repo_id: str
 ) -> BuiltRepo:
-    """Write the repository folder to `out` (replaced atomically)."""
+    """Write the repository folder to `out`, replaced atomically: built beside it, then
+    swapped in. `out` must be new, empty, or a folder built here before."""
+    check_repo_id(repo_id)
+    out = out.resolve()
+    _check_target(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir(parents=True)
+    tmp.mkdir()
     configs: dict[str, dict[str, int]] = {}
     everything, stats = [], []
+    year_tolerance: dict[str, int] = {}
     try:
         for pipeline in pipelines:
             store = RunStore(project.runs_dir / pipeline)
             try:
                 labels = store.read("aggregate", "labels")
                 stats.append(store.read("stats", "stats"))
-            except FileNotFoundError:
+            except FileNotFoundError as exc:
                 raise RemarkError(
                     f"{pipeline}: no labels yet; run `remark run {pipeline}` first"
-                ) from None
+                ) from exc
+            ground = (store.manifest("ground") or {}).get("config", {}).get("ground", {})
+            if "year_tolerance" in ground:
+                year_tolerance[pipeline] = int(ground["year_tolerance"])
             configs[pipeline] = {}
             for (split,), part in labels.partition_by(
                 "split", as_dict=True, maintain_order=True
@@ -226,11 +286,16 @@ def build_repo_folder(
             configs=configs,
             stats=pl.concat(stats),
             sources=_sources(project, pipelines),
+            year_tolerance=year_tolerance,
         )
         (tmp / "README.md").write_text(card)
+        (tmp / MARKER).write_text(json.dumps({"repo_id": repo_id, "pipelines": pipelines}))
+        # Swap: the old folder moves aside first, so `out` is always whole or absent.
+        old = out.with_name(f".{out.name}.old-{uuid.uuid4().hex[:8]}")
         if out.exists():
-            shutil.rmtree(out)
+            out.rename(old)
         tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return BuiltRepo(folder=out, configs=configs)
@@ -250,7 +315,9 @@ def _unchanged(api: Any, repo_id: str, folder: Path) -> bool:
     except RepositoryNotFoundError:
         return False
     remote = {s.rfilename: s for s in info.siblings or [] if not s.rfilename.startswith(".git")}
-    local = {str(p.relative_to(folder)): p for p in folder.rglob("*") if p.is_file()}
+    local = {
+        str(p.relative_to(folder)): p for p in folder.rglob("*") if p.is_file() and p.name != MARKER
+    }
     if set(remote) != set(local):
         return False
     for name, path in local.items():
@@ -261,6 +328,16 @@ def _unchanged(api: Any, repo_id: str, folder: Path) -> bool:
         elif sibling.blob_id != _git_blob_id(path):
             return False
     return True
+
+
+def _transport_errors() -> tuple[type[Exception], ...]:
+    """What the Hub client raises when the endpoint is unreachable or answers oddly: OSError
+    (requests-based releases), ValueError, and the httpx family's errors where installed."""
+    errors: list[type[Exception]] = [OSError, ValueError]
+    for module in ("httpx2", "httpx"):
+        with contextlib.suppress(ImportError):
+            errors.append(importlib.import_module(module).HTTPError)
+    return tuple(errors)
 
 
 def upload(folder: Path, *, repo_id: str, private: bool = False) -> str | None:
@@ -279,18 +356,19 @@ def upload(folder: Path, *, repo_id: str, private: bool = False) -> str | None:
             repo_id=repo_id,
             repo_type="dataset",
             folder_path=folder,
+            ignore_patterns=[MARKER],
             commit_message="Publish ReMaRk labels (remark-data)",
         )
     except HfHubHTTPError as exc:
         status = getattr(exc.response, "status_code", "?")
         raise RemarkError(
             f"upload to {repo_id} failed (HTTP {status}); the folder {folder} is intact"
-        ) from None
-    except (OSError, ValueError) as exc:  # ValueError: what the client makes of odd replies
+        ) from exc
+    except _transport_errors() as exc:
         raise RemarkError(
             f"upload to {repo_id} failed ({type(exc).__name__}: {str(exc).splitlines()[0]}); "
             f"the folder {folder} is intact"
-        ) from None
+        ) from exc
     return str(commit.commit_url)
 
 
@@ -298,5 +376,5 @@ def tree(folder: Path) -> str:
     return "\n".join(
         f"{p.relative_to(folder)}  ({p.stat().st_size:,} bytes)"
         for p in sorted(folder.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.name != MARKER
     )

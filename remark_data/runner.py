@@ -8,18 +8,30 @@ Layout of one pipeline run::
 A stage writes every table and its manifest into a temporary folder, renames the folder into
 place and then swaps the ``<stage>`` symlink with ``os.replace``. Both renames are atomic, so a
 reader (or a crash at any instant) sees either the previous complete version or the new one,
-never a partial table. Leftover temporary folders of killed runs are removed on the next run.
+never a partial table. One run at a time holds ``data/runs/<pipeline>/.lock``; it removes the
+leftovers of killed runs (temporary folders, stale versions) as it starts.
+
+A stage's fingerprint covers its code: a digest of the syntax trees of the modules it runs and
+every package module they import, so editing a stage re-runs it (and what reads its tables),
+while a comment-only edit or a change to another stage's code does not.
 """
 
 from __future__ import annotations
 
+import ast
+import errno
+import fcntl
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
+import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +40,7 @@ from typing import Any, Literal
 import polars as pl
 
 from remark_data import __version__
+from remark_data.errors import RemarkError
 from remark_data.schemas import TABLES, conform, json_schemas
 
 _TMP_MARK = ".tmp-"
@@ -44,6 +57,74 @@ TABLE_STAGES: dict[str, tuple[str, ...]] = {
 # Outputs depend on the package version and on the table schemas: a schema change re-runs stages.
 _SCHEMA_DIGEST = hashlib.sha256(repr(sorted(json_schemas().items())).encode()).hexdigest()[:12]
 CODE_VERSION = f"{__version__}+schema.{_SCHEMA_DIGEST}"
+_PACKAGE = "remark_data"
+
+
+def _imported_modules(module: str, tree: ast.Module) -> Iterator[str]:
+    """Package modules that `module` imports (absolute and relative, any depth)."""
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parent = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{parent}.{base}" if base else parent
+            yield base
+            # `from remark_data.scrape import protoqa` imports a submodule, not a name.
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def _is_package(module: str) -> bool:
+    spec = importlib.util.find_spec(module)
+    return spec is not None and spec.submodule_search_locations is not None
+
+
+@functools.cache
+def _module_tree(module: str) -> tuple[str, ast.Module] | None:
+    """(digest of the syntax tree, tree) of a package module; None for anything else."""
+    if module != _PACKAGE and not module.startswith(f"{_PACKAGE}."):
+        return None
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        return None
+    tree = ast.parse(Path(spec.origin).read_text(), filename=spec.origin)
+    # ast.dump leaves out comments and formatting: only edits that can change behaviour count.
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest(), tree
+
+
+def code_digest(modules: Iterable[str], *, shallow: Iterable[str] = ()) -> str:
+    """sha256 over the syntax trees of `modules` and every package module they import, plus
+    the `shallow` modules alone (a module that wires every stage, whose imports would make
+    each stage depend on all the others).
+
+    Examples
+    --------
+    >>> a = code_digest(["remark_data.stats"])
+    >>> a == code_digest(["remark_data.stats"]) and a != code_digest(["remark_data.aggregate"])
+    True
+    """
+    seen: dict[str, str] = {}
+    for module in shallow:
+        found = _module_tree(module)
+        if found is not None:
+            seen[module] = found[0]
+    pending = list(modules)
+    while pending:
+        module = pending.pop()
+        if module in seen:
+            continue
+        found = _module_tree(module)
+        if found is None:
+            continue
+        seen[module], tree = found
+        pending.extend(_imported_modules(module, tree))
+    return hashlib.sha256(json.dumps(sorted(seen.items())).encode()).hexdigest()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +150,7 @@ class Fingerprint:
     config_hash: str
     inputs: dict[str, dict[str, str]]  # role -> {"path", "sha256"}
     upstream: dict[str, str]  # stage -> fingerprint
+    code_digest: str  # `code_digest` of the modules the stage runs
     code_version: str = field(default_factory=lambda: CODE_VERSION)
 
     @property
@@ -79,6 +161,7 @@ class Fingerprint:
                 "inputs": {k: v["sha256"] for k, v in sorted(self.inputs.items())},
                 "upstream": dict(sorted(self.upstream.items())),
                 "code": self.code_version,
+                "code_digest": self.code_digest,
             },
             sort_keys=True,
         )
@@ -126,42 +209,88 @@ class RunStore:
                 found[table] = existing
         return found
 
-    def _clean_leftovers(self, stage: str) -> None:
-        if not self.versions.is_dir():
-            return
-        current = self.stage_dir(stage).resolve() if self.stage_dir(stage).exists() else None
-        for entry in self.versions.iterdir():
-            if not entry.name.startswith(f"{stage}-") and not entry.name.startswith(
-                f"{stage}{_TMP_MARK}"
-            ):
-                continue
-            if entry != current:
-                shutil.rmtree(entry, ignore_errors=True)
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold this pipeline's run lock; a second run fails at once with one line naming the
+        holder. The kernel drops a `flock` when its process dies, so a killed run never leaves
+        a stale lock."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self.root / ".lock"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            writable = True
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not path.exists():
+                raise
+            # A read-only `data/`: runs where every stage is unchanged still work, and still
+            # lock (flock needs no write access).
+            fd = os.open(path, os.O_RDONLY)
+            writable = False
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                holder = path.read_text().strip() or "another process"
+                raise RemarkError(
+                    f"{self.root.name}: another run holds {path} ({holder}); wait for it to finish"
+                ) from exc
+            if writable:
+                os.ftruncate(fd, 0)
+                started = datetime.now(UTC).isoformat(timespec="seconds")
+                holder = f"pid {os.getpid()} on {socket.gethostname()} since {started}"
+                os.write(fd, holder.encode())
+                self.clean_leftovers()
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    def clean_leftovers(self) -> None:
+        """Remove what killed runs left: temporary folders and links, and versions that no
+        stage link points to. Call only while holding `lock`."""
+        current = {
+            link.resolve()
+            for link in self.root.iterdir()
+            if link.is_symlink() and _TMP_MARK not in link.name
+        }
+        for entry in self.root.iterdir():
+            if entry.is_symlink() and _TMP_MARK in entry.name:
+                entry.unlink(missing_ok=True)
+        if self.versions.is_dir():
+            for entry in self.versions.iterdir():
+                if entry.resolve() not in current:
+                    shutil.rmtree(entry, ignore_errors=True)
 
     def commit(
         self, *, stage: str, output: StageOutput, manifest: dict[str, Any]
     ) -> dict[str, Any]:
         """Write `output` as the stage's new version, atomically; returns the final manifest."""
+        link = self.stage_dir(stage)
+        previous = link.resolve() if link.is_symlink() else None
         self.versions.mkdir(parents=True, exist_ok=True)
         tmp = self.versions / f"{stage}{_TMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
         rows = {}
-        for name, frame in output.tables.items():
-            table = conform(frame, name) if name in TABLES else frame
-            table.write_parquet(tmp / f"{name}.parquet", row_group_size=100_000)
-            rows[name] = table.height
-        for file_name, text in output.files.items():
-            (tmp / file_name).write_text(text)
-        manifest = {**manifest, "tables": rows, "stats": output.stats}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
-        _fsync_dir(tmp)
+        try:
+            for name, frame in output.tables.items():
+                table = conform(frame, name) if name in TABLES else frame
+                table.write_parquet(tmp / f"{name}.parquet", row_group_size=100_000)
+                rows[name] = table.height
+            for file_name, text in output.files.items():
+                (tmp / file_name).write_text(text)
+            manifest = {**manifest, "tables": rows, "stats": output.stats}
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
+            _fsync_dir(tmp)
+        except BaseException:  # a full disk, an interrupt: leave no half-written version
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
         final = self.versions / f"{stage}-{manifest['fingerprint'][:16]}-{uuid.uuid4().hex[:6]}"
         tmp.rename(final)
         link_tmp = self.root / f".{stage}{_TMP_MARK}{uuid.uuid4().hex[:8]}"
         link_tmp.symlink_to(final.relative_to(self.root))
         link_tmp.replace(self.stage_dir(stage))
         _fsync_dir(self.root)
-        self._clean_leftovers(stage)
+        if previous is not None and previous != final:
+            shutil.rmtree(previous, ignore_errors=True)
         return manifest
 
 
@@ -199,7 +328,6 @@ def run_stage(
     ):
         return StageResult(stage=stage, status="skipped", manifest=previous)
     store.root.mkdir(parents=True, exist_ok=True)
-    store._clean_leftovers(stage)
     started = time.perf_counter()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
     output = compute()
@@ -212,6 +340,7 @@ def run_stage(
         "inputs": fingerprint.inputs,
         "upstream": fingerprint.upstream,
         "package_version": fingerprint.code_version,
+        "code_digest": fingerprint.code_digest,
         "started_at": started_at,
         "compute_seconds": round(time.perf_counter() - started, 3),
     }

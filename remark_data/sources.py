@@ -7,6 +7,7 @@ given, else from the download cache (downloading once). A checksum mismatch is a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -35,11 +36,13 @@ class SourceEntry(BaseModel):
 def load_registry(path: Path) -> dict[str, SourceEntry]:
     """Read ``sources.toml``: a ``[sources.<id>]`` table per public file."""
     try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise RemarkError(f"{path}: source registry not found") from None
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise RemarkError(f"{path}: source registry not found") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RemarkError(f"{path}: cannot read the source registry ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise RemarkError(f"{path}: malformed TOML: {exc}") from None
+        raise RemarkError(f"{path}: malformed TOML: {exc}") from exc
     entries = {}
     for source_id, body in raw.get("sources", {}).items():
         try:
@@ -47,17 +50,29 @@ def load_registry(path: Path) -> dict[str, SourceEntry]:
         except ValidationError as exc:
             first = exc.errors()[0]
             key = ".".join(str(p) for p in first["loc"])
-            raise RemarkError(f"{path}: sources.{source_id}.{key}: {first['msg']}") from None
+            raise RemarkError(f"{path}: sources.{source_id}.{key}: {first['msg']}") from exc
     return entries
 
 
+def _stat_key(stat: os.stat_result) -> dict[str, int]:
+    # ctime changes on every write and cannot be set back by `touch`/`utime`, so an in-place
+    # edit that keeps size and mtime still misses the memo.
+    return {
+        "inode": stat.st_ino,
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "ctime_ns": stat.st_ctime_ns,
+    }
+
+
 def sha256_file(path: Path, *, cache: dict[str, dict[str, object]] | None = None) -> str:
-    """sha256 of a file, memoised in `cache` by (path, size, mtime) so big inputs hash once."""
+    """sha256 of a file, memoised in `cache` by (path, inode, size, mtime, ctime) so big inputs
+    hash once and an edited file is always hashed again."""
     stat = path.stat()
     key = str(path.resolve())
     if cache is not None:
         hit = cache.get(key)
-        if hit and hit["size"] == stat.st_size and hit["mtime_ns"] == stat.st_mtime_ns:
+        if hit and {k: hit.get(k) for k in _stat_key(stat)} == _stat_key(stat):
             return str(hit["sha256"])
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -65,7 +80,7 @@ def sha256_file(path: Path, *, cache: dict[str, dict[str, object]] | None = None
             digest.update(block)
     value = digest.hexdigest()
     if cache is not None:
-        cache[key] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": value}
+        cache[key] = {**_stat_key(stat), "sha256": value}
     return value
 
 
@@ -84,16 +99,24 @@ def sha256_path(path: Path, *, cache: dict[str, dict[str, object]] | None = None
 
 
 class HashCache:
-    """A JSON file of known file hashes under ``data/cache``; saved atomically."""
+    """A JSON file of known file hashes under ``data/cache``; saved atomically, and only when
+    it changed (so a run with nothing to do writes nothing). `verify` starts it empty: every
+    input is hashed again."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, verify: bool = False) -> None:
         self.path = path
-        try:
-            self.entries: dict[str, dict[str, object]] = json.loads(path.read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
-            self.entries = {}
+        self.entries: dict[str, dict[str, object]] = {}
+        # Missing or damaged: it is only a cache, rebuilt by hashing.
+        if not verify:
+            with contextlib.suppress(OSError, ValueError):
+                self.entries = json.loads(path.read_text())
+        self._saved = json.dumps(self.entries, sort_keys=True)
 
     def save(self) -> None:
+        current = json.dumps(self.entries, sort_keys=True)
+        if current == self._saved:
+            return
+        self._saved = current
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(f".tmp-{os.getpid()}")
         tmp.write_text(json.dumps(self.entries))
@@ -105,14 +128,14 @@ class Fetcher:
 
     Examples
     --------
-    >>> fetcher = Fetcher(Project.from_env(mirror=Path("../shared/corpus")))  # doctest: +SKIP
-    >>> fetcher.fetch("protoqa-dev-crowdsourced").name  # doctest: +SKIP
+    >>> fetcher = Fetcher(Project.from_env(mirror=Path("../shared/corpus")))
+    >>> fetcher.fetch("protoqa-dev-crowdsourced").name
     'dev.crowdsourced.jsonl'
     """
 
-    def __init__(self, project: Project) -> None:
+    def __init__(self, project: Project, *, verify: bool = False) -> None:
         self.project = project
-        self.hashes = HashCache(project.data_dir / "cache" / "sha256.json")
+        self.hashes = HashCache(project.data_dir / "cache" / "sha256.json", verify=verify)
         self._registry: dict[str, SourceEntry] | None = None
 
     @property
@@ -124,10 +147,10 @@ class Fetcher:
     def entry(self, source_id: str) -> SourceEntry:
         try:
             return self.registry[source_id]
-        except KeyError:
+        except KeyError as exc:
             raise RemarkError(
                 f"{self.project.sources_registry}: unknown source id {source_id!r}"
-            ) from None
+            ) from exc
 
     def fetch(self, source_id: str) -> Path:
         entry = self.entry(source_id)
@@ -165,7 +188,7 @@ class Fetcher:
                 raise RemarkError(
                     f"source {source_id}: download of {entry.url} failed ({exc}); "
                     "use --mirror DIR or REMARK_MIRROR for an offline copy"
-                ) from None
+                ) from exc
         Path(tmp.name).replace(target)
         return target
 

@@ -56,19 +56,48 @@ def refresh_database(project: Project) -> dict[str, int]:
                 "CREATE VIEW diagnostics AS SELECT * FROM "
                 f"read_parquet([{files}], union_by_name = true)"
             )
-            counts["diagnostics"] = len(reports)
+            counts["diagnostics"] = con.execute("SELECT count(*) FROM diagnostics").fetchone()[0]  # type: ignore[index]
     tmp.replace(project.database_path)
     return counts
 
 
+#: Statement kinds `query` runs: reading only. COPY, ATTACH, SET, INSTALL, PRAGMA, CREATE …
+#: are refused before DuckDB sees them.
+_READ_STATEMENTS = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
+
+
+def _sandboxed_connection(project: Project) -> duckdb.DuckDBPyConnection:
+    """A read-only connection that reads files under ``data/runs`` only (what the views read),
+    loads no extension and whose settings cannot be changed by the query."""
+    con = duckdb.connect(
+        str(project.database_path),
+        read_only=True,
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+    )
+    # Order matters: the allowed folder must be set before external access is switched off.
+    con.execute("SET allowed_directories = ?", [[str(project.runs_dir.resolve())]])
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con
+
+
 def query(project: Project, sql: str) -> pl.DataFrame:
-    """Run a read-only query against the database (refreshing it first if it does not exist)."""
+    """Run one read-only query against the project's views (refreshing them if there is no
+    database yet). Anything but SELECT / EXPLAIN, files outside ``data/runs`` and extension
+    loading are refused with a `RemarkError`.
+    """
     if not project.database_path.exists():
         refresh_database(project)
     try:
-        with duckdb.connect(str(project.database_path), read_only=True) as con:
+        with _sandboxed_connection(project) as con:
+            statements = con.extract_statements(sql)
+            if len(statements) != 1:
+                raise RemarkError(f"SQL error: give exactly one statement, got {len(statements)}")
+            if statements[0].type not in _READ_STATEMENTS:
+                kind = statements[0].type.name
+                raise RemarkError(f"SQL error: only SELECT queries are allowed here, got {kind}")
             relation = con.sql(sql)
             return pl.DataFrame() if relation is None else relation.pl()
     except duckdb.Error as exc:
         message = str(exc).splitlines()[0]
-        raise RemarkError(f"SQL error: {message}") from None
+        raise RemarkError(f"SQL error: {message}") from exc

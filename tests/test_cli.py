@@ -60,9 +60,63 @@ def test_user_errors_are_one_line_with_nonzero_exit(project) -> None:
         assert "Traceback" not in result.stderr
 
 
-def test_debug_shows_the_traceback(project) -> None:
+def test_debug_shows_the_traceback_and_its_cause(project) -> None:
     result = remark(project, "--debug", "run", "nope")
     assert result.returncode != 0 and "Traceback" in result.stderr
+    # The chained cause is kept, not dropped by `from None`.
+    assert "FileNotFoundError" in result.stderr
+    assert "The above exception was the direct cause" in result.stderr
+
+
+def test_bad_spec_files_are_one_line(project) -> None:
+    (project.root / "pipelines" / "latin1.toml").write_bytes('name = "caf\xe9"\n'.encode("latin-1"))
+    (project.root / "pipelines" / "folder.toml").mkdir()
+    for name, message in (("latin1", "not UTF-8"), ("folder", "is a folder")):
+        result = remark(project, "run", name)
+        assert result.returncode == 2, result.stderr
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_an_unknown_name_stops_before_anything_runs(project) -> None:
+    result = remark(project, "run", "reddit_v2", "nonexistent")
+    assert result.returncode == 2 and "nonexistent" in result.stderr
+    assert not (project.runs_dir / "reddit_v2").exists()
+
+
+def test_stats_without_names_leaves_out_partial_runs(project) -> None:
+    assert remark(project, "run", "reddit_v2").returncode == 0
+    assert remark(project, "run", "protoqa", "--stage", "scrape").returncode == 0
+    result = remark(project, "stats", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    assert [row["dataset"] for row in json.loads(result.stdout)] == ["reddit_v2"]
+    assert "left out (not run up to stats yet): protoqa" in result.stderr
+
+
+DISK_FULL = """
+import errno, os, sys
+import polars as pl
+def full(self, path, *args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+pl.DataFrame.write_parquet = full
+from remark_data.cli import main
+sys.argv = ["remark", "--project-dir", sys.argv[1], "--mirror", sys.argv[2], *sys.argv[3:]]
+main()
+"""
+
+
+def test_a_full_disk_is_one_line_and_keeps_what_was_done(project) -> None:
+    assert remark(project, "run", "reddit_v2").returncode == 0
+    labels = project.runs_dir / "reddit_v2" / "aggregate" / "labels.parquet"
+    before = labels.read_bytes()
+    args = [str(project.root), str(project.mirror), "run", "reddit_v2", "--force"]
+    result = subprocess.run(
+        [sys.executable, "-c", DISK_FULL, *args], capture_output=True, text=True, cwd=REPO
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: No space left on device: ")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert labels.read_bytes() == before
+    assert not [p for p in (labels.parents[1] / ".versions").iterdir() if ".tmp-" in p.name]
 
 
 def test_schemas_export(project, tmp_path) -> None:

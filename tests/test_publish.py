@@ -7,7 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from remark_data.publish import build_repo_folder
+from remark_data.errors import RemarkError
+from remark_data.publish import MARKER, build_repo_folder, check_repo_id
 from tests.conftest import store
 from tests.hub_server import HubStandIn
 from tests.test_cli import remark
@@ -55,7 +56,9 @@ def test_upload_is_one_commit_once_and_never_writes_the_token(built_project, tmp
         first = _publish(built_project, out, hub.url)
         assert first.returncode == 0, first.stderr
         assert len(hub.commits) == 1
-        local = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+        local = sorted(
+            str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != MARKER
+        )
         assert sorted(hub.commits[0]) == local
         assert {hub.files[name] == (out / name).read_bytes() for name in local} == {True}
         assert all(
@@ -84,3 +87,64 @@ def test_dry_run_prints_the_tree_and_uploads_nothing(built_project, tmp_path) ->
         result = _publish(built_project, tmp_path / "repo", hub.url, "--dry-run")
     assert result.returncode == 0 and "protoqa/train-00000-of-00001.parquet" in result.stdout
     assert hub.requests == []
+
+
+def test_out_never_replaces_a_folder_it_did_not_build(built_project, tmp_path) -> None:
+    """The probe: `--out data` erased every run; an unrelated folder lost its files."""
+    for target in (built_project.data_dir, tmp_path / "mine"):
+        target.mkdir(exist_ok=True)
+        (target / "keep.txt").write_text("precious")
+        before = sorted(p for p in target.rglob("*"))
+        result = remark(
+            built_project, "publish", "--repo-id", "org/r", "--out", str(target), "--dry-run"
+        )
+        assert result.returncode == 2, result.stderr
+        assert "did not write" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert sorted(p for p in target.rglob("*")) == before
+        assert (target / "keep.txt").read_text() == "precious"
+    # `--out .` is the project root: refused the same way, no traceback.
+    dot = remark(built_project, "publish", "--repo-id", "org/r", "--out", ".", "--dry-run")
+    assert (
+        dot.returncode == 2 and dot.stderr.startswith("error: ") and "Traceback" not in dot.stderr
+    )
+
+
+def test_out_replaces_its_own_earlier_build(built_project, tmp_path) -> None:
+    out = tmp_path / "repo"
+    build_repo_folder(built_project, pipelines=["reddit_v2"], out=out, repo_id="org/a")
+    (out / "stale.parquet").write_text("left from before")
+    build_repo_folder(built_project, pipelines=["protoqa"], out=out, repo_id="org/a")
+    assert not (out / "stale.parquet").exists() and not (out / "reddit_v2").exists()
+    assert (out / "protoqa").is_dir()
+    assert [p.name for p in tmp_path.iterdir()] == ["repo"]  # nothing left beside it
+
+
+@pytest.mark.parametrize(
+    "repo_id", ["org/name\n", "org/..", "../name", "org/na me", "örg/name", "org/name/x", "org/"]
+)
+def test_odd_repo_ids_are_refused(repo_id) -> None:
+    with pytest.raises(RemarkError, match="--repo-id"):
+        check_repo_id(repo_id)
+
+
+def test_card_states_each_datasets_own_settings(built_project, tmp_path) -> None:
+    """G and the year tolerance come from each dataset's spec, not from the card's text."""
+    out = tmp_path / "repo"
+    build_repo_folder(built_project, pipelines=["protoqa", "reddit_v2"], out=out, repo_id="o/r")
+    card = (out / "README.md").read_text()
+    assert "G = 8" not in card and "github.com/)" not in card
+    for pipeline in ("protoqa", "reddit_v2"):
+        ground = store(built_project, pipeline).manifest("ground")["config"]["ground"]
+        assert f"{pipeline}: ±{ground['year_tolerance']}" in card
+        group_size = store(built_project, pipeline).read("stats", "stats")["group_size"][0]
+        assert f"| {pipeline} | all |" in card or pipeline in card
+        assert f"| {group_size} |" in card
+
+
+def test_unreachable_hub_is_one_line(built_project, tmp_path) -> None:
+    from tests.llm_servers import free_port
+
+    result = _publish(built_project, tmp_path / "repo", f"http://127.0.0.1:{free_port()}")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: upload to org/remark failed (ConnectError")
+    assert len(result.stderr.strip().splitlines()) == 1

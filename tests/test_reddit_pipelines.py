@@ -1,14 +1,10 @@
 """The Reddit pipelines end to end on the real corpus: labels, seen items, open song items,
 grounding quality floors against the corpus gold."""
 
-import sys
-
 import polars as pl
 
-from tests.conftest import REPO, store
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from eval_grounding import books_quality, movies_quality
+from remark_data.quality import books_quality, movies_quality
+from tests.conftest import CORPUS, store
 
 
 def test_movies_labels_from_threads(reddit_project) -> None:
@@ -67,9 +63,9 @@ def test_music_artists_albums_and_open_songs(reddit_project) -> None:
 
 def test_grounding_quality_floors(reddit_project) -> None:
     """Measured figures are in BENCHMARKS.md; these floors catch regressions."""
-    books = books_quality(reddit_project.runs_dir)
+    books = books_quality(reddit_project.runs_dir, corpus=CORPUS)
     assert books["gold_pairs"] == 302
     assert books["recall"] >= 0.80 and books["precision"] >= 0.60
-    movies = movies_quality(reddit_project.runs_dir)
+    movies = movies_quality(reddit_project.runs_dir, corpus=CORPUS)
     assert movies["requests_compared"] >= 250
     assert movies["agreement_over_ours"] >= 0.70

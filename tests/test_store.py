@@ -1,8 +1,9 @@
-import duckdb
 import polars as pl
 import pytest
 
+from remark_data.config import load_pipeline_spec
 from remark_data.errors import RemarkError
+from remark_data.pipeline import PipelineRun
 from remark_data.store import query, refresh_database
 from tests.conftest import store
 
@@ -28,24 +29,72 @@ def test_every_table_of_every_run_is_a_view(built_project) -> None:
     assert got == expected
 
 
-def test_sql_is_read_only_and_errors_are_one_line(built_project) -> None:
+def test_sql_errors_are_one_line(built_project) -> None:
     refresh_database(built_project)
-    with pytest.raises(RemarkError, match=r"SQL error: .*read-only"):
-        query(built_project, "CREATE TABLE t AS SELECT 1")
     with pytest.raises(RemarkError, match="SQL error") as info:
         query(built_project, "SELECT nope FROM labels")
     assert "\n" not in str(info.value)
 
 
-def test_views_follow_the_latest_committed_version(built_project) -> None:
-    refresh_database(built_project)
-    with duckdb.connect(str(built_project.database_path), read_only=True) as con:
-        frame = con.sql(
-            "SELECT split, n_requests FROM stats WHERE dataset = 'protoqa' ORDER BY split"
-        ).pl()
-    assert frame.equals(
-        pl.DataFrame({"split": ["all", "dev", "train"], "n_requests": [9814, 1032, 8782]})
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE TABLE t AS SELECT 1",
+        "COPY (SELECT 'x' AS x) TO '{labels}' (FORMAT parquet)",
+        "ATTACH '{root}/other.duckdb' AS other (READ_WRITE)",
+        "SET threads = 1",
+        "INSTALL httpfs",
+        "PRAGMA version",
+        "SELECT 1; DROP VIEW labels",
+        "SELECT * FROM read_text('/etc/passwd')",
+        "SELECT * FROM glob('/root/*')",
+        "SELECT * FROM read_csv('{root}/data/sources.toml')",
+    ],
+)
+def test_sql_cannot_write_or_read_outside_the_runs(project, sql) -> None:
+    """The probe's escapes: each is refused, and the committed labels stay as they were."""
+    spec = load_pipeline_spec(project.pipeline_path("reddit_v2"))
+    PipelineRun(spec=spec, project=project).run()
+    run_store = store(project, "reddit_v2")
+    labels_path = run_store.table_path("aggregate", "labels")
+    before = labels_path.read_bytes()
+    refresh_database(project)
+    with pytest.raises(RemarkError, match="SQL error"):
+        query(project, sql.format(labels=labels_path, root=project.root))
+    assert labels_path.read_bytes() == before
+    assert not (project.root / "other.duckdb").exists()
+    assert query(project, "SELECT count(*) AS n FROM labels")["n"].item() == 40
+
+
+def test_views_follow_the_latest_committed_version(project) -> None:
+    spec_path = project.pipeline_path("reddit_v2")
+    PipelineRun(spec=load_pipeline_spec(spec_path), project=project).run()
+    refresh_database(project)
+    sql = "SELECT group_size, prop2_bound FROM stats WHERE dataset = 'reddit_v2'"
+    first = query(project, sql)
+    assert set(first["group_size"]) == {8}
+    # A second committed version (G = 4) replaces the first behind the same views, with no
+    # refresh of the database in between.
+    spec_path.write_text(spec_path.read_text().replace("group_size = 8", "group_size = 4"))
+    results = PipelineRun(spec=load_pipeline_spec(spec_path), project=project).run()
+    assert {r.stage: r.status for r in results}["stats"] == "ran"
+    second = query(project, sql)
+    assert set(second["group_size"]) == {4}
+    assert second["prop2_bound"].to_list() != first["prop2_bound"].to_list()
+    expected = store(project, "reddit_v2").read("stats", "stats")
+    assert second["prop2_bound"].to_list() == expected["prop2_bound"].to_list()
+
+
+def test_db_counts_diagnostics_rows_not_files(project) -> None:
+    spec = load_pipeline_spec(project.pipeline_path("reddit_v2"))
+    PipelineRun(spec=spec, project=project).run()
+    reports = project.runs_dir / "reddit_v2" / "diagnostics"
+    reports.mkdir()
+    pl.DataFrame({"dataset": ["reddit_v2"] * 3, "split": ["a", "b", "c"]}).write_parquet(
+        reports / "one.parquet"
     )
+    counts = refresh_database(project)
+    assert counts["diagnostics"] == 3
 
 
 def test_views_hold_whole_tables_across_stages(reddit_project) -> None:

@@ -28,7 +28,7 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 yield json.loads(line)
             except json.JSONDecodeError as exc:
-                raise RemarkError(f"{path}:{number}: malformed JSON ({exc.msg})") from None
+                raise RemarkError(f"{path}:{number}: malformed JSON ({exc.msg})") from exc
 
 
 def _expand(
@@ -121,7 +121,7 @@ def read_protoqa_dev(path: Path, *, dataset: str, source: str, split: str) -> Sc
                     clusters["item_id"].append(cluster_id)
                     clusters["answer"].append(answer)
         except (KeyError, TypeError, ValueError) as exc:
-            raise RemarkError(f"{path}: question record lacks ProtoQA fields ({exc})") from None
+            raise RemarkError(f"{path}: question record lacks ProtoQA fields ({exc})") from exc
     answer_frame = pl.DataFrame(
         answers,
         schema={
@@ -159,7 +159,7 @@ def read_protoqa_train(
         question_map: dict[str, str] = json.loads(questions_path.read_text())
         answer_map: dict[str, dict[str, int]] = json.loads(answers_path.read_text())
     except json.JSONDecodeError as exc:
-        raise RemarkError(f"ProtoQA train: malformed JSON ({exc.msg})") from None
+        raise RemarkError(f"ProtoQA train: malformed JSON ({exc.msg})") from exc
     missing = sorted(set(answer_map) - set(question_map))
     if missing:
         raise RemarkError(

@@ -35,7 +35,7 @@ def _load_save_to_disk(path: Path, split: str) -> pl.DataFrame:
     try:
         loaded = datasets.load_from_disk(str(path))
     except (FileNotFoundError, ValueError) as exc:
-        raise RemarkError(f"{path}: not a save_to_disk folder ({exc})") from None
+        raise RemarkError(f"{path}: not a save_to_disk folder ({exc})") from exc
     if isinstance(loaded, datasets.DatasetDict):
         aliases = {"dev": "validation", "val": "validation", "valid": "validation"}
         name = split if split in loaded else aliases.get(split, split)
@@ -65,7 +65,7 @@ def load_rows(path: Path, *, split: str) -> pl.DataFrame:
     except (json.JSONDecodeError, pl.exceptions.ComputeError, KeyError, TypeError) as exc:
         raise RemarkError(
             f"{path}: cannot read Rank-GRPO rows ({type(exc).__name__}: {exc})"
-        ) from None
+        ) from exc
     missing = [c for c in REQUIRED_COLUMNS if c not in rows.columns]
     if missing:
         raise RemarkError(f"{path}: Rank-GRPO rows lack columns {missing}")
