@@ -23,11 +23,13 @@ demo: $(BIN)/remark
 	$(BIN)/remark diagnose reddit_v2 --popularity
 
 test: $(BIN)/remark
-	$(BIN)/ruff check remark_data tests benchmarks
+	$(BIN)/ruff check remark_data tests benchmarks scripts
 	$(BIN)/mypy remark_data
 	$(BIN)/python -m pytest --doctest-modules remark_data tests
 
-# A real local LLM (llama-server + Qwen2.5-Coder-0.5B, sha256-verified) for the extraction tests.
+# A real local LLM (llama-server + Qwen2.5-Coder-0.5B, sha256-verified) for the extraction tests:
+# probes the prebuilt server and, where it cannot run on this CPU, builds llama.cpp from source once
+# (REMARK_LLM_BUILD=source forces the build).
 llm: $(BIN)/remark
 	scripts/install_llm.sh $(VENV)
 
@@ -36,11 +38,12 @@ bench: $(BIN)/remark
 	$(BIN)/python benchmarks/bench_rewards.py
 	$(BIN)/python benchmarks/bench_ingest.py
 	$(BIN)/python benchmarks/bench_grounding.py
+	$(BIN)/python benchmarks/bench_extract.py
 	$(BIN)/python benchmarks/eval_grounding.py
 	$(BIN)/python benchmarks/bench_llm.py
 
 lint: $(BIN)/remark
-	$(BIN)/ruff check remark_data tests benchmarks
+	$(BIN)/ruff check remark_data tests benchmarks scripts
 	$(BIN)/ruff format --check remark_data tests benchmarks
 	$(BIN)/mypy remark_data
 

@@ -10,8 +10,14 @@
   reply that fails the schema is retried once, then recorded `permanent` with the raw reply.
 - Hallucination guard: a title must occur in the text (normalised, or fuzzy ≥ 90); others are
   dropped and counted.
+- Fail fast: the first request goes alone (a probe); a refused connection, unknown host, timeout
+  or HTTP 401/403/404 there ends the run with a RemarkError naming the endpoint, instead of hours
+  of retries per text. 401/403/404 later in the run end it the same way (they do not heal).
+- Progress: done/total, retries, texts waiting for a retry and failures, as a bar on a terminal
+  or a line every few seconds on stderr otherwise (`StderrProgress`), or any callback.
 
-The API key comes from ``REMARK_LLM_API_KEY`` (or ``OPENAI_API_KEY``), never from the spec.
+The API key comes from ``REMARK_LLM_API_KEY`` (or ``OPENAI_API_KEY``), never from the spec:
+`api_key_from_env`.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import random
 import sqlite3
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +41,8 @@ from remark_data.errors import RemarkError
 from remark_data.matching import normalize_title
 
 PROMPT_VERSION = "v1"
+PROBE_CONNECT_TIMEOUT = 10.0  # seconds to open a connection: a dead host fails fast
+PROGRESS_INTERVAL = 10.0  # seconds between progress lines when stderr is not a terminal
 SYSTEM_PROMPT = """You extract the titles of {kind}s named in a Reddit comment.
 Return every {kind} title that appears in the comment text, written as it appears, with its year \
 and {creator} only if the comment gives them. stance: "recommended" if the commenter suggests it, \
@@ -152,6 +160,13 @@ class LLMSettings:
         return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def api_key_from_env() -> str:
+    """The API key for an OpenAI-compatible endpoint: ``REMARK_LLM_API_KEY``, else
+    ``OPENAI_API_KEY``, else ``"not-needed"`` (local servers ignore it; the client needs one).
+    Empty variables count as unset. Keys never come from a pipeline spec, so none is logged."""
+    return os.environ.get("REMARK_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
+
+
 class ExtractionCache:
     """Answers on disk (SQLite, one committed row per text) — crash-safe by construction."""
 
@@ -207,6 +222,7 @@ class ExtractionSummary:
     unique_texts: int = 0
     cache_hits: int = 0
     requests: int = 0
+    retries: int = 0  # requests sent again after a 429/5xx, timeout, dropped connection, bad reply
     ok: int = 0
     permanent: int = 0
     transient: int = 0
@@ -220,13 +236,162 @@ class ExtractionSummary:
         rate = self.requests / self.seconds if self.seconds else 0.0
         return (
             f"extract: {self.unique_texts} texts, {self.cache_hits} from cache, {self.requests} "
-            f"requests ({rate:.2f}/s): {self.ok} ok, {self.permanent} permanent failures, "
+            f"requests ({rate:.2f}/s, {self.retries} retries): {self.ok} ok, {self.permanent} "
+            "permanent failures, "
             f"{self.transient} transient failures; {self.dropped_titles} titles not in their text "
             f"dropped; tokens {self.prompt_tokens}+{self.completion_tokens}"
         )
 
 
 _RETRYABLE_STATUS = {408, 409, 429}
+# The endpoint, not the text, is wrong (key, permissions, URL or model name): stop the run.
+_ENDPOINT_STATUS = {401: "check REMARK_LLM_API_KEY or OPENAI_API_KEY", 403: "check the API key"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtractionProgress:
+    """A snapshot of a run for progress display; texts are unique texts, cache hits included."""
+
+    total: int
+    done: int
+    cached: int
+    requests: int
+    retries: int  # requests sent again
+    retrying: int  # texts whose last attempt failed and that wait for another
+    failed: int  # texts given up on in this run (transient or permanent)
+    last_error: str | None
+    seconds: float
+
+    def status(self) -> str:
+        """Everything but done/total, for the side of a progress bar."""
+        rate = self.requests / self.seconds if self.seconds else 0.0
+        status = (
+            f"{self.cached} cached, {self.requests} requests ({rate:.2f}/s), "
+            f"{self.retries} retries, {self.retrying} retrying, {self.failed} failed"
+        )
+        return f"{status}; last error: {self.last_error}" if self.last_error else status
+
+    def line(self) -> str:
+        return f"extract: {self.done}/{self.total} texts done, {self.status()}"
+
+
+ProgressCallback = Callable[[ExtractionProgress], None]
+
+
+class StderrProgress:
+    """The default progress display: a rich bar when stderr is a terminal, else a line on stderr
+    at most every `interval` seconds (logs of long runs show that retries are happening)."""
+
+    def __init__(self, *, interval: float = PROGRESS_INTERVAL) -> None:
+        self.interval = interval
+        self.last_line = time.monotonic()  # the first line after one interval, not at start
+        self.bar: Any = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(
+                TextColumn("extract"),
+                BarColumn(bar_width=20),  # room for the counts
+                TextColumn("{task.completed}/{task.total}"),
+                TextColumn("{task.fields[status]}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.task = self.bar.add_task("extract", total=None, status="")
+
+    def __call__(self, progress: ExtractionProgress) -> None:
+        if self.bar is not None:
+            self.bar.update(
+                self.task, total=progress.total, completed=progress.done, status=progress.status()
+            )
+            self.bar.start()  # idempotent
+        elif time.monotonic() - self.last_line >= self.interval:
+            self.last_line = time.monotonic()
+            print(progress.line(), file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@dataclass(kw_only=True)
+class _Live:
+    """What a running extraction reports: counters beyond the summary's, and the callback."""
+
+    summary: ExtractionSummary
+    callback: ProgressCallback
+    total: int
+    done: int = 0
+    failed: int = 0
+    retrying: int = 0
+    last_error: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+    def report(self) -> None:
+        self.callback(
+            ExtractionProgress(
+                total=self.total,
+                done=self.done,
+                cached=self.summary.cache_hits,
+                requests=self.summary.requests,
+                retries=self.summary.retries,
+                retrying=self.retrying,
+                failed=self.failed,
+                last_error=self.last_error,
+                seconds=time.perf_counter() - self.started,
+            )
+        )
+
+    async def tick(self) -> None:
+        # Report even while every request hangs, so a quiet run still prints its state.
+        while True:
+            await asyncio.sleep(1.0)
+            self.report()
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The deepest cause of `exc` ("ConnectionRefusedError: [Errno 111] ..."): the openai error
+    itself only says "Connection error."."""
+    seen: list[BaseException] = []
+    node: BaseException | None = exc
+    while node is not None and node not in seen:
+        seen.append(node)
+        node = node.__cause__ or node.__context__
+    for cause in reversed(seen):
+        if str(cause).strip():
+            return f"{type(cause).__name__}: {' '.join(str(cause).split())}"
+    return type(seen[-1]).__name__
+
+
+def _endpoint_error(settings: LLMSettings, exc: Exception) -> RemarkError | None:
+    """A RemarkError when `exc` says the endpoint itself is wrong (HTTP 401/403/404)."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError):
+        return None
+    hint = _ENDPOINT_STATUS.get(exc.status_code)
+    if exc.status_code == 404:
+        hint = f"check base_url (usually ends in /v1) and model {settings.model!r}"
+    if hint is None:
+        return None
+    message = " ".join(str(exc.message).split())[:200]
+    return RemarkError(
+        f"LLM endpoint {settings.base_url} answered HTTP {exc.status_code} ({message}); {hint}"
+    )
+
+
+def _unreachable(settings: LLMSettings, exc: Exception) -> RemarkError:
+    import openai
+
+    cause = _root_cause(exc)
+    if isinstance(exc, openai.APITimeoutError):
+        cause = f"no answer within {settings.timeout:g}s ({cause}); raise [extract.llm] timeout"
+    return RemarkError(
+        f"LLM endpoint {settings.base_url} is unreachable: {cause}; check [extract.llm] base_url "
+        "and that the server is running"
+    )
 
 
 def _titles_per_text(raw: str, n_texts: int) -> list[list[ExtractedTitle]]:
@@ -241,9 +406,12 @@ def _titles_per_text(raw: str, n_texts: int) -> list[list[ExtractedTitle]]:
 
 
 async def _extract_batch(
-    client: Any, settings: LLMSettings, texts: list[str], summary: ExtractionSummary
+    client: Any, settings: LLMSettings, texts: list[str], live: _Live, *, probe: bool = False
 ) -> list[dict[str, Any]]:
-    """One request for `texts` (one text, or several short ones); a result per text."""
+    """One request for `texts` (one text, or several short ones); a result per text.
+
+    With `probe` (the run's first request), no answer at all (refused, unknown host, timeout)
+    raises RemarkError instead of being retried: the endpoint is down, every text would fail."""
     import openai
 
     system = SYSTEM_PROMPT.format(kind=settings.kind, creator="author or artist")
@@ -253,67 +421,91 @@ async def _extract_batch(
         user = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(texts))
         system, schema, name = f"{system}\n{BATCH_NOTE}", BATCH_SCHEMA, "batch_extraction"
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    summary = live.summary
     schema_failures = 0
     raw = None
-    for attempt in range(1, settings.max_retries + 2):
-        try:
-            summary.requests += 1
-            response = await client.chat.completions.create(
-                model=settings.model,
-                messages=messages,
-                temperature=settings.temperature,
-                seed=settings.seed,
-                max_tokens=settings.max_tokens * len(texts),
-                response_format={
-                    "type": "json_schema",
-                    "json_schema": {"name": name, "strict": True, "schema": schema},
-                },
-            )
-            usage = response.usage
-            # Token counts are shared out evenly over the texts of a batched request.
-            tokens = {
-                "prompt_tokens": (getattr(usage, "prompt_tokens", 0) or 0) // len(texts),
-                "completion_tokens": (getattr(usage, "completion_tokens", 0) or 0) // len(texts),
-            }
-            raw = response.choices[0].message.content or ""
-            parsed = _titles_per_text(raw, len(texts))
-        except (ValidationError, ValueError, IndexError, AttributeError) as exc:
-            schema_failures += 1
-            if schema_failures >= 2:
-                failure = {"state": "permanent", "raw": raw, "error": f"schema: {str(exc)[:300]}"}
-                return [failure | {"attempts": attempt} for _ in texts]
-            continue
-        except openai.APIStatusError as exc:
-            if exc.status_code < 500 and exc.status_code not in _RETRYABLE_STATUS:
-                failure = {
-                    "state": "permanent",
-                    "error": f"HTTP {exc.status_code}: {exc.message[:300]}",
-                }
-                return [failure | {"attempts": attempt} for _ in texts]
-            error = f"HTTP {exc.status_code}"
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            error = type(exc).__name__
-        else:
-            results = []
-            for text, titles in zip(texts, parsed, strict=True):
-                kept = [t for t in titles if title_in_text(t.title, text)]
-                results.append(
-                    {
-                        "state": "ok",
-                        "titles": [t.model_dump() for t in kept],
-                        "dropped": len(titles) - len(kept),
-                        "raw": raw,
-                        "attempts": attempt,
-                        **tokens,
-                    }
+    error = ""
+    waiting = False  # these texts are counted in live.retrying
+    try:
+        for attempt in range(1, settings.max_retries + 2):
+            try:
+                summary.requests += 1
+                summary.retries += int(attempt > 1)
+                response = await client.chat.completions.create(
+                    model=settings.model,
+                    messages=messages,
+                    temperature=settings.temperature,
+                    seed=settings.seed,
+                    max_tokens=settings.max_tokens * len(texts),
+                    response_format={
+                        "type": "json_schema",
+                        "json_schema": {"name": name, "strict": True, "schema": schema},
+                    },
                 )
-            return results
-        if attempt <= settings.max_retries:
-            delay = settings.backoff_base * 2 ** (attempt - 1)
-            await asyncio.sleep(delay + random.uniform(0, delay))
-    return [
-        {"state": "transient", "error": error, "attempts": settings.max_retries + 1} for _ in texts
-    ]
+                probe = False  # it answered: later failures are the usual faults
+                usage = response.usage
+                # Token counts are shared out evenly over the texts of a batched request.
+                tokens = {
+                    "prompt_tokens": (getattr(usage, "prompt_tokens", 0) or 0) // len(texts),
+                    "completion_tokens": (getattr(usage, "completion_tokens", 0) or 0)
+                    // len(texts),
+                }
+                raw = response.choices[0].message.content or ""
+                parsed = _titles_per_text(raw, len(texts))
+            except (ValidationError, ValueError, IndexError, AttributeError) as exc:
+                schema_failures += 1
+                error = f"schema: {str(exc)[:300]}"
+                if schema_failures >= 2:
+                    failure = {"state": "permanent", "raw": raw, "error": error}
+                    return [failure | {"attempts": attempt} for _ in texts]
+                delay = 0.0  # a bad reply is asked again at once
+            except openai.APIStatusError as exc:
+                probe = False
+                fatal = _endpoint_error(settings, exc)
+                if fatal is not None:
+                    raise fatal from exc
+                if exc.status_code < 500 and exc.status_code not in _RETRYABLE_STATUS:
+                    failure = {
+                        "state": "permanent",
+                        "error": f"HTTP {exc.status_code}: {exc.message[:300]}",
+                    }
+                    return [failure | {"attempts": attempt} for _ in texts]
+                error = f"HTTP {exc.status_code}"
+                delay = settings.backoff_base * 2 ** (attempt - 1)
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                if probe:
+                    raise _unreachable(settings, exc) from exc
+                error = type(exc).__name__
+                delay = settings.backoff_base * 2 ** (attempt - 1)
+            else:
+                results = []
+                for text, titles in zip(texts, parsed, strict=True):
+                    kept = [t for t in titles if title_in_text(t.title, text)]
+                    results.append(
+                        {
+                            "state": "ok",
+                            "titles": [t.model_dump() for t in kept],
+                            "dropped": len(titles) - len(kept),
+                            "raw": raw,
+                            "attempts": attempt,
+                            **tokens,
+                        }
+                    )
+                return results
+            if attempt <= settings.max_retries:
+                if not waiting:
+                    waiting = True
+                    live.retrying += len(texts)
+                live.last_error = error
+                live.report()
+                await asyncio.sleep(delay + random.uniform(0, delay))
+        return [
+            {"state": "transient", "error": error, "attempts": settings.max_retries + 1}
+            for _ in texts
+        ]
+    finally:
+        if waiting:
+            live.retrying -= len(texts)
 
 
 def _requests_for(texts: Mapping[str, str], settings: LLMSettings) -> list[list[tuple[str, str]]]:
@@ -325,68 +517,62 @@ def _requests_for(texts: Mapping[str, str], settings: LLMSettings) -> list[list[
 
 
 async def _run(
-    texts: Mapping[str, str],
-    settings: LLMSettings,
-    cache: ExtractionCache,
-    summary: ExtractionSummary,
+    texts: Mapping[str, str], settings: LLMSettings, cache: ExtractionCache, live: _Live
 ) -> None:
     import openai
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    api_key = (
-        os.environ.get("REMARK_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
-    )
+    summary = live.summary
     client = openai.AsyncOpenAI(
-        base_url=settings.base_url, api_key=api_key, timeout=settings.timeout, max_retries=0
+        base_url=settings.base_url,
+        api_key=api_key_from_env(),
+        # Replies may take the whole `timeout`; opening a connection should not.
+        timeout=openai.Timeout(
+            settings.timeout, connect=min(settings.timeout, PROBE_CONNECT_TIMEOUT)
+        ),
+        max_retries=0,
     )
     limit = asyncio.Semaphore(settings.concurrency)
-    started = time.perf_counter()
-    progress = Progress(
-        TextColumn("extract"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TextColumn(
-            "{task.fields[rate]:.2f} req/s, {task.fields[hits]} cached, "
-            "{task.fields[failed]} failed"
-        ),
-        TimeElapsedColumn(),
-        disable=not sys.stderr.isatty(),
-        transient=True,
-    )
-    task = progress.add_task(
-        "extract", total=len(texts), rate=0.0, hits=summary.cache_hits, failed=0
-    )
 
-    async def one(unit: list[tuple[str, str]]) -> None:
+    async def one(unit: list[tuple[str, str]], *, probe: bool = False) -> None:
         async with limit:
-            results = await _extract_batch(client, settings, [text for _, text in unit], summary)
+            results = await _extract_batch(
+                client, settings, [text for _, text in unit], live, probe=probe
+            )
         for (key, _), result in zip(unit, results, strict=True):
             cache.put(key, **result)  # committed now: a kill loses only what is in flight
             summary.results[key] = result
             summary.prompt_tokens += result.get("prompt_tokens", 0)
             summary.completion_tokens += result.get("completion_tokens", 0)
-        failed = sum(r["state"] != "ok" for r in summary.results.values())
-        elapsed = time.perf_counter() - started
-        progress.update(
-            task,
-            advance=len(unit),
-            rate=summary.requests / elapsed if elapsed else 0.0,
-            failed=failed,
-        )
+            live.done += 1
+            live.failed += result["state"] != "ok"
+        live.report()
 
+    units = _requests_for(texts, settings)
+    ticker = asyncio.create_task(live.tick())
     try:
-        with progress:
-            async with asyncio.TaskGroup() as group:
-                for unit in _requests_for(texts, settings):
-                    group.create_task(one(unit))
+        # The first request goes alone: a dead endpoint fails in seconds, not after every
+        # text's retries with backoff.
+        await one(units[0], probe=True)
+        async with asyncio.TaskGroup() as group:
+            for unit in units[1:]:
+                group.create_task(one(unit))
     finally:
+        ticker.cancel()
         await client.close()
 
 
 def extract_with_llm(
-    texts: Mapping[Any, str], settings: LLMSettings, *, cache_path: Path
+    texts: Mapping[Any, str],
+    settings: LLMSettings,
+    *,
+    cache_path: Path,
+    progress: ProgressCallback | None = None,
 ) -> ExtractionSummary:
-    """Extract titles from `texts` (id -> text); returns per-text-hash results and counters."""
+    """Extract titles from `texts` (id -> text); returns per-text-hash results and counters.
+
+    `progress` gets an `ExtractionProgress` after each answer, before each retry and every
+    second (default: `StderrProgress`). Raises RemarkError when the endpoint is unreachable or
+    refuses the key, URL or model; when every text is cached, no request is sent at all."""
     summary = ExtractionSummary(texts=len(texts))
     cache = ExtractionCache(cache_path)
     started = time.perf_counter()
@@ -404,10 +590,30 @@ def extract_with_llm(
                 pending[key] = text
         summary.unique_texts = len(summary.results) + len(pending)
         if pending:
+            display = StderrProgress() if progress is None else None
+            callback = progress or display
+            assert callback is not None
+            live = _Live(
+                summary=summary,
+                callback=callback,
+                total=summary.unique_texts,
+                done=summary.cache_hits,
+            )
             try:
-                asyncio.run(_run(pending, settings, cache, summary))
-            except* Exception as errors:
-                raise RemarkError(f"LLM extraction failed: {errors.exceptions[0]}") from None
+                asyncio.run(_run(pending, settings, cache, live))
+            except RemarkError:
+                raise
+            except ExceptionGroup as group:  # from the task group
+                first = _first_leaf(group)
+                if isinstance(first, RemarkError):
+                    raise first from first.__cause__  # the HTTP error behind it
+                raise RemarkError(f"LLM extraction failed: {_root_cause(first)}") from group
+            except Exception as exc:
+                raise RemarkError(f"LLM extraction failed: {_root_cause(exc)}") from exc
+            finally:
+                if display is not None:
+                    display.close()
+            live.report()
     finally:
         cache.close()
     for result in summary.results.values():
@@ -421,6 +627,11 @@ def extract_with_llm(
             summary.transient += 1
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def _first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def llm_mentions(texts: Any, summary: ExtractionSummary, settings: LLMSettings) -> Any:

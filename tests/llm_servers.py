@@ -4,10 +4,13 @@ injector of our own, and the real llama-server with Qwen2.5-Coder-0.5B (scripts/
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.request
@@ -17,6 +20,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = REPO / "data/cache/llm-models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+# the server binary that passed the probe of scripts/install_llm.sh (prebuilt or built from source)
+SERVER_RECORD = REPO / "data/cache/llm-models/server.path"
 
 
 def free_port() -> int:
@@ -128,13 +133,31 @@ class FaultServer:
         self.httpd.shutdown()
 
 
+def llama_server_binary() -> str | None:
+    """The llama-server that scripts/install_llm.sh probed on this machine (recorded in
+    SERVER_RECORD), else the prebuilt `llama-server-vulkan` of .venv/bin or PATH."""
+    if SERVER_RECORD.is_file():
+        recorded = SERVER_RECORD.read_text().strip()
+        if recorded and os.access(recorded, os.X_OK):
+            return recorded
+    return shutil.which("llama-server-vulkan", path=str(REPO / ".venv/bin")) or shutil.which(
+        "llama-server-vulkan"
+    )
+
+
+def llm_required() -> bool:
+    """REMARK_REQUIRE_LLM=1 (CI): a missing server or model is a failure, not a skip."""
+    return os.environ.get("REMARK_REQUIRE_LLM") == "1"
+
+
 class LlamaServer:
     """The real llama-server on a free port of 127.0.0.1."""
 
     def __init__(self, *, threads: int = 2, parallel: int = 4) -> None:
-        binary = shutil.which("llama-server-vulkan", path=str(REPO / ".venv/bin"))
+        binary = llama_server_binary()
         if binary is None or not MODEL.is_file():
-            raise FileNotFoundError("run scripts/install_llm.sh first")
+            raise FileNotFoundError("no llama-server or model: run scripts/install_llm.sh first")
+        self.binary = binary
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.args = [
@@ -154,21 +177,44 @@ class LlamaServer:
             "--no-webui",
         ]
 
+    def _stderr_tail(self, lines: int = 8) -> str:
+        self.stderr.flush()
+        self.stderr.seek(0)
+        tail = self.stderr.read().decode(errors="replace").strip().splitlines()[-lines:]
+        return "\n".join("    " + line for line in tail)
+
+    def _fail(self, why: str) -> RuntimeError:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        error = RuntimeError(f"{why} ({self.binary}); last stderr lines:\n{self._stderr_tail()}")
+        self.stderr.close()
+        return error
+
     def __enter__(self) -> LlamaServer:
-        self.process = subprocess.Popen(
-            self.args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        # stderr goes to a file (a pipe nobody reads could fill and block the server)
+        self.stderr = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=self.stderr)
         deadline = time.time() + 60
         while time.time() < deadline:
+            code = self.process.poll()
+            if code is not None:
+                # killed by a signal (SIGILL: a CPU instruction this machine lacks) or exited
+                how = f"killed by {signal.strsignal(-code)}" if code < 0 else f"exited ({code})"
+                raise self._fail(f"llama-server {how} before /health answered")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as r:
                     if r.status == 200:
                         return self
             except OSError:
                 time.sleep(0.2)
-        self.process.kill()
-        raise RuntimeError("llama-server did not become healthy")
+        raise self._fail("llama-server did not become healthy within 60 s")
 
     def __exit__(self, *exc) -> None:
         self.process.terminate()
-        self.process.wait(timeout=10)
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.stderr.close()
