@@ -17,7 +17,7 @@ def test_movies_labels_from_threads(reddit_project) -> None:
     )
     ask = labels.filter(pl.col("request_id") == "mx0pwd").row(0, named=True)
     assert (
-        ask["n_responders"] == 24888
+        ask["n_responders"] == 24866
     )  # top-level comments: distinct authors + null-author comments
     assert len(ask["union_item_ids"]) > 1000
     # Every union id is a merged-catalog item, and p̂ = c / n_x.

@@ -12,6 +12,15 @@ import polars as pl
 
 from remark_data.schemas import TABLES, polars_schema
 
+# Reddit's placeholders for a comment whose text is gone: such a comment says nothing, so it
+# must not make its author a responder.
+DELETED_BODIES = ("[deleted]", "[removed]")
+
+
+def says_nothing(column: str) -> pl.Expr:
+    """True where a comment's text is only ``[deleted]`` / ``[removed]`` (null stays False)."""
+    return pl.col(column).str.strip_chars().is_in(DELETED_BODIES).fill_null(False)
+
 
 def empty(table: str) -> pl.DataFrame:
     return pl.DataFrame(schema=polars_schema(TABLES[table]))

@@ -62,7 +62,7 @@ def read_musicrs(path: Path, *, dataset: str, source: str, split: str) -> Scrape
                         mentions.append((*where, kind, surface, None, creator))
                 index += 1
         except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-            raise RemarkError(f"{path}:{number}: not a MusiCRS thread ({exc})") from None
+            raise RemarkError(f"{path}:{number}: not a MusiCRS thread ({exc})") from exc
     mention_frame = pl.DataFrame(
         mentions,
         schema=column_schema("mentions", *MENTION_FIELDS),

@@ -2,13 +2,17 @@
 
 Dumps are streamed: bytes are decompressed in 32 MiB blocks cut at line ends, and each block is
 parsed by polars in one call with a fixed schema (only the fields used are kept), so memory stays
-bounded by the block, not the file. A block polars refuses is re-read line by line and only its
-malformed lines are quarantined. Duplicate ids (first kept) and orphan comments are counted
-and quarantined too.
+bounded by the block, not the file. A block polars refuses (or one with a non-string ``author``,
+which polars would quietly turn into a string) is re-read line by line and only its bad lines are
+quarantined. Records without an id, duplicate ids (first kept) and orphan comments are counted
+and quarantined too. A truncated or corrupt ``.zst`` / ``.gz`` is an error naming the compressed
+byte offset, never a silently shorter dump.
 
 A thread's responders are the distinct authors other than the OP, bots and ``[deleted]`` /
 ``[removed]``; one author's several comments are one responder; a comment with a null author is
-its own responder, flagged ``null_author``.
+its own responder, flagged ``null_author``. Comments whose body is ``[deleted]`` / ``[removed]``
+or empty say nothing and are dropped first (counted as ``deleted_bodies`` / ``empty_bodies``), so
+an author with only such comments is no responder.
 """
 
 from __future__ import annotations
@@ -18,21 +22,31 @@ import html
 import io
 import json
 import queue
+import re
 import tempfile
 import threading
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import polars as pl
 
 from remark_data.errors import RemarkError
-from remark_data.scrape import ScrapedSource, empty, requests_table
+from remark_data.scrape import ScrapedSource, empty, requests_table, says_nothing
 
 ZSTD_MAX_WINDOW = 2**31  # the dumps are compressed with --long=31
 BLOCK_BYTES = 32 << 20  # parsed by polars in one call; bounds memory per step
+# Compressed bytes per decompress call: small, so an error's offset is precise and the outputs
+# (~0.5 MiB) do not fragment the heap (1 MiB reads cost ~150 MiB more peak RSS).
+READ_BYTES = 1 << 16
+# An ``"author"`` key whose value is neither a string nor null. polars would cast it to a string
+# (123 → "123", a made-up responder), so a block holding one is parsed line by line instead.
+# Inside a JSON string quotes are escaped, so this only matches keys (a nested one at worst,
+# which costs the slow path, never a wrong row).
+_NON_STRING_AUTHOR = re.compile(rb'"author"\s*:\s*[^\s"n]')
 DELETED_AUTHORS = ("[deleted]", "[removed]")
 
 SUBMISSION_SCHEMA: dict[str, Any] = {
@@ -55,31 +69,94 @@ COMMENT_SCHEMA: dict[str, Any] = {
 }
 
 
-def open_dump(path: Path) -> BinaryIO:
-    """A binary stream of the decompressed NDJSON, whatever the container."""
-    if path.suffix == ".zst":
-        import zstandard
+def _zstd_chunks(path: Path) -> Iterator[bytes]:
+    """Decompressed chunks of a .zst, one frame after another.
 
-        decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
-        return decompressor.stream_reader(path.open("rb"), read_size=1 << 20)  # type: ignore[return-value]
+    zstandard's stream_reader returns a quiet EOF inside a truncated frame, so frames are fed to
+    a decompressobj by hand: a frame still open when the file ends means the file was cut.
+    """
+    import zstandard
+
+    decompressor = zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
+    frame = decompressor.decompressobj()
+    frame_start = offset = 0
+    in_frame = False  # the current frame has been given bytes but has not ended
+    with path.open("rb") as raw:
+        while chunk := raw.read(READ_BYTES):
+            fed_at, offset = offset, offset + len(chunk)
+            while chunk:
+                try:
+                    out = frame.decompress(chunk)
+                except zstandard.ZstdError as exc:  # zstd says which call failed, not which byte
+                    raise RemarkError(
+                        f"{path}: corrupt zstd data: reading failed at compressed byte {fed_at} "
+                        f"(in bytes {fed_at}-{offset} of {path.stat().st_size}): {exc}"
+                    ) from exc
+                if out:
+                    yield out
+                in_frame = not frame.eof
+                if in_frame:
+                    break
+                # Concatenated frames (pzstd, appended dumps): the rest starts the next one.
+                chunk = frame.unused_data
+                frame_start = fed_at = offset - len(chunk)
+                frame = decompressor.decompressobj()
+    if in_frame:
+        raise RemarkError(
+            f"{path}: truncated zstd data: the file ends at compressed byte {offset} inside the "
+            f"frame that starts at byte {frame_start}"
+        ) from EOFError("zstd frame not finished")
+
+
+def _gzip_chunks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+        while True:
+            try:
+                chunk = stream.read(READ_BYTES)
+            except (EOFError, OSError, zlib.error) as exc:  # cut, bad header, bad data or CRC
+                kind = "truncated" if isinstance(exc, EOFError) else "corrupt"
+                raise RemarkError(
+                    f"{path}: {kind} gzip data: reading failed at compressed byte {raw.tell()} "
+                    f"of {path.stat().st_size}: {exc}"
+                ) from exc
+            if not chunk:
+                return
+            yield chunk
+
+
+def _plain_chunks(path: Path) -> Iterator[bytes]:
+    with path.open("rb") as stream:
+        while chunk := stream.read(BLOCK_BYTES):
+            yield chunk
+
+
+def decompressed_chunks(path: Path) -> Iterator[bytes]:
+    """The decompressed NDJSON in chunks, whatever the container (.zst, .gz or plain).
+
+    Raises RemarkError, naming the compressed byte offset, if a .zst or .gz is truncated or
+    corrupt, rather than ending early.
+    """
+    if path.suffix == ".zst":
+        return _zstd_chunks(path)
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
+        return _gzip_chunks(path)
+    return _plain_chunks(path)
 
 
 def _read_blocks(path: Path, block_size: int) -> Iterator[bytes]:
-    rest = b""
-    with open_dump(path) as stream:
-        while block := stream.read(block_size):
-            block = rest + block
-            cut = block.rfind(b"\n") + 1
-            if cut == 0:  # a line longer than the block: keep reading
-                rest = block
-                continue
-            rest = block[cut:]
-            yield block[:cut]
-    if rest.strip():
-        yield rest + b"\n"
+    pending = bytearray()  # grows in place: one copy of a block in memory, not a list and a join
+    for chunk in decompressed_chunks(path):
+        pending += chunk
+        if len(pending) < block_size:
+            continue
+        cut = pending.rfind(b"\n") + 1
+        if cut == 0:  # a line longer than the block: keep reading
+            continue
+        with memoryview(pending) as view:  # one copy each (slicing a bytearray makes two)
+            block, pending = bytes(view[:cut]), bytearray(view[cut:])
+        yield block
+    if pending.strip():
+        yield bytes(pending) if pending.endswith(b"\n") else bytes(pending) + b"\n"
 
 
 def iter_blocks(path: Path, *, block_size: int = BLOCK_BYTES) -> Iterator[bytes]:
@@ -136,23 +213,41 @@ class Quarantine:
 def _parse_block(
     block: bytes, schema: dict[str, Any], quarantine: Quarantine, where: str
 ) -> pl.DataFrame:
-    """One block of NDJSON; if polars refuses it, re-read it by line, setting bad ones aside."""
-    try:
-        return pl.read_ndjson(io.BytesIO(block), schema=schema)
-    except pl.exceptions.PolarsError:
-        good, bad = [], []
-        for line in block.splitlines():
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                if not isinstance(record, dict):
-                    raise ValueError("not an object")
-                good.append({k: record.get(k) for k in schema})
-            except ValueError:
-                bad.append(line.decode("utf-8", "replace"))
-        quarantine.add(f"malformed line in {where}", len(bad), bad)
-        return pl.DataFrame(good, schema=schema, strict=False)
+    """One block of NDJSON; if polars refuses it, or it holds a non-string author, re-read it by
+    line, setting bad ones aside."""
+    if not ("author" in schema and _NON_STRING_AUTHOR.search(block)):
+        try:
+            return pl.read_ndjson(io.BytesIO(block), schema=schema)
+        except pl.exceptions.PolarsError:
+            pass
+    good, bad, odd_author = [], [], []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            bad.append(line.decode("utf-8", "replace"))
+            continue
+        if not isinstance(record, dict):
+            bad.append(line.decode("utf-8", "replace"))
+        elif "author" in schema and not isinstance(record.get("author", ""), str | None):
+            odd_author.append(line.decode("utf-8", "replace"))
+        else:
+            good.append({k: record.get(k) for k in schema})
+    quarantine.add(f"malformed line in {where}", len(bad), bad)
+    quarantine.add(f"non-string author in {where}", len(odd_author), odd_author)
+    return pl.DataFrame(good, schema=schema, strict=False)
+
+
+def _drop_without_id(frame: pl.DataFrame, quarantine: Quarantine, kind: str) -> pl.DataFrame:
+    """Records without an id cannot be told apart (all would be "duplicates" of one another)."""
+    missing = pl.col("id").is_null() | (pl.col("id").str.strip_chars() == "")
+    lost = frame.filter(missing)
+    quarantine.add(
+        f"{kind} without id", lost.height, [str(row) for row in lost.head(20).iter_rows(named=True)]
+    )
+    return frame.filter(~missing)
 
 
 def ingest_dump(
@@ -275,6 +370,8 @@ def read_reddit_dump(
     comments = read_dump(
         comments_path, COMMENT_SCHEMA, quarantine=quarantine, subreddits=options.subreddits
     )
+    submissions = _drop_without_id(submissions, quarantine, "submission")
+    comments = _drop_without_id(comments, quarantine, "comment")
     if submissions.is_empty():
         raise RemarkError(
             f"{submissions_path}: no submission of {options.subreddits} in the time range"
@@ -302,8 +399,13 @@ def read_reddit_dump(
     )
     if not options.include_replies:
         comments = comments.filter(pl.col("parent_id") == pl.col("link_id"))
+    deleted_bodies = comments.filter(says_nothing("body")).height
+    empty_bodies = comments.filter(pl.col("body").str.strip_chars().fill_null("") == "").height
+    said = comments.filter(
+        ~says_nothing("body") & (pl.col("body").str.strip_chars().fill_null("") != "")
+    )
     excluded = [*DELETED_AUTHORS, *options.bots]
-    responders = comments.filter(
+    responders = said.filter(
         ~pl.col("author").is_in(excluded).fill_null(False)
         & ~(pl.col("author") == pl.col("op")).fill_null(False)
         & ~pl.col("is_submitter").fill_null(False)
@@ -355,6 +457,8 @@ def read_reddit_dump(
         stats={
             "submissions": submissions.height,
             "comments": comments.height,
+            "deleted_bodies": deleted_bodies,
+            "empty_bodies": empty_bodies,
             **{f"quarantined.{k}": v for k, v in quarantine.counts.items()},
         },
         quarantine=quarantine.samples,

@@ -1,5 +1,7 @@
 """Reddit scraped by third-party tools, without author ids: every comment is its own responder,
-flagged ``no_author_ids`` (two comments of one person count twice, so n_x is an upper bound)."""
+flagged ``no_author_ids`` (two comments of one person count twice, so n_x is an upper bound).
+Empty comments and ``[deleted]`` / ``[removed]`` ones say nothing and are dropped (the latter
+counted as ``deleted_bodies``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 import polars as pl
 
 from remark_data.errors import RemarkError
-from remark_data.scrape import ScrapedSource, empty, requests_table
+from remark_data.scrape import ScrapedSource, empty, requests_table, says_nothing
 
 
 def _source(
@@ -30,6 +32,8 @@ def _source(
         schema={"request_id": pl.String, "response_id": pl.String, "text": pl.String},
         orient="row",
     ).filter(pl.col("text").str.strip_chars() != "")
+    deleted = responses.filter(says_nothing("text")).height
+    responses = responses.filter(~says_nothing("text"))
     return ScrapedSource(
         requests=requests_table(requests, dataset=dataset, source=source, split=split),
         responses=responses.select(
@@ -42,7 +46,7 @@ def _source(
             pl.lit("no_author_ids").alias("responder_flag"),
         ),
         mentions=empty("mentions"),
-        stats={"posts": requests.height, "comments": responses.height},
+        stats={"posts": requests.height, "comments": responses.height, "deleted_bodies": deleted},
     )
 
 
@@ -64,7 +68,7 @@ def read_booksuggestions(path: Path, *, dataset: str, source: str, split: str) -
             }.values()
         )
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise RemarkError(f"{path}: not the r/booksuggestions scrape format ({exc})") from None
+        raise RemarkError(f"{path}: not the r/booksuggestions scrape format ({exc})") from exc
     scraped = _source(requests, comments, dataset=dataset, source=source, split=split)
     scraped.stats["duplicate_posts"] = len(posts) - len(requests)
     return scraped
@@ -80,7 +84,7 @@ def read_suggestmeabook(path: Path, *, dataset: str, source: str, split: str) ->
             post = json.loads(line)
             text = f"{post['title']}\n\n{post.get('body') or ''}".strip()
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise RemarkError(f"{path}:{number}: not a suggestmeabook post ({exc})") from None
+            raise RemarkError(f"{path}:{number}: not a suggestmeabook post ({exc})") from exc
         request_id = "smab-" + hashlib.sha256(text.encode()).hexdigest()[:12]
         requests.append((request_id, text))
         comments += [

@@ -55,6 +55,8 @@ def _independent_counts(*, top_level: bool, bots: set[str]) -> dict[str, int]:
         author = c.get("author")
         if author is None or author in ("[deleted]", "[removed]") or author in bots:
             continue
+        if c["body"].strip() in ("[deleted]", "[removed]"):  # says nothing
+            continue
         if author == ops[thread] or c.get("is_submitter"):
             continue
         per_thread[thread].add(author)
@@ -94,10 +96,28 @@ def test_askreddit_thread_authors_and_null_author_comments() -> None:
         dataset="d", source="s", split="train", options=options,
     )  # fmt: skip
     flags = source.responses["responder_flag"].value_counts()
-    assert dict(flags.iter_rows()) == {None: 31672, "null_author": 506}
+    # 506 null-author comments, 117 of them only "[deleted]" / "[removed]": those say nothing.
+    assert dict(flags.iter_rows()) == {None: 31672, "null_author": 389}
+    assert source.stats["deleted_bodies"] == 117
     with gzip.open(ASK / "AskReddit_mx0pwd_comments.ndjson.gz", "rt") as handle:
-        assert sum(1 for _ in handle) == 40908
+        comments = [json.loads(line) for line in handle]
+    assert len(comments) == 40908
+    said = [c for c in comments if c["body"].strip() not in ("[deleted]", "[removed]")]
+    assert len({c["author"] for c in said if c.get("author") is not None}) == 31672
+    assert sum(1 for c in said if c.get("author") is None) == 389
     assert "&amp;" not in "".join(source.responses["text"].drop_nulls().to_list())
+
+
+def test_askreddit_top_level_deleted_bodies_are_no_responders() -> None:
+    options = ThreadOptions(subreddits=["AskReddit"], bots=[])
+    source = read_reddit_dump(
+        ASK / "AskReddit_mx0pwd_submission.ndjson", ASK / "AskReddit_mx0pwd_comments.ndjson.gz",
+        dataset="d", source="s", split="train", options=options,
+    )  # fmt: skip
+    assert source.stats["deleted_bodies"] == 22
+    assert source.responses.height == 24866  # was 24888 with the 22 placeholders
+    texts = source.responses["text"].str.strip_chars()
+    assert not texts.is_in(["[deleted]", "[removed]"]).any()
 
 
 def test_faults_are_quarantined_and_counted(tmp_path) -> None:
@@ -151,6 +171,9 @@ def test_scraped_books_each_comment_is_a_flagged_responder() -> None:
         CORPUS / "reddit/scraped/suggestmeabook/posts.jsonl", dataset="d", source="s", split="train"
     )
     assert smab.requests.height == 87
+    # One comment of the scrape is "[removed]": it says nothing, so it is no responder.
+    assert smab.stats["deleted_bodies"] == 1
+    assert not smab.responses["text"].str.strip_chars().is_in(["[deleted]", "[removed]"]).any()
 
 
 def test_plain_ndjson_copy_reads_too(tmp_path) -> None:
