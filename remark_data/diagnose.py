@@ -123,10 +123,17 @@ class _Moments:
 
 
 def diagnose(
-    groups: Sequence[RequestGroup], *, ranks: int = 20, shape: Shape = "exp_inf"
+    groups: Sequence[RequestGroup], *, ranks: int | None = None, shape: Shape = "exp_inf"
 ) -> NoiseReport:
-    """The variance decomposition and no-signal fractions over requests with G ≥ 2 lists."""
+    """The variance decomposition and no-signal fractions over requests with G ≥ 2 lists.
+
+    `ranks` (K) defaults to the longest list in the groups. A larger K pads lists with empty
+    ranks, and every padded (request, rank) cell counts as no-signal: callers that take K from
+    a user check it against the lists (`remark_data.rollouts.diagnose_labels` does).
+    """
     usable = [g for g in groups if len(g.lists) >= 2 and g.labels.n_responders >= 1]
+    if ranks is None:
+        ranks = max((len(items) for g in usable for items in g.lists), default=0)
     scaled, unscaled = _Moments(), _Moments()
     cells = cell_no_signal_resp = cell_no_signal_union = 0.0
     prompt_zero_resp = prompt_zero_union = 0.0

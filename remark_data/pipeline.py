@@ -285,6 +285,7 @@ class PipelineRun:
             "unique_texts": summary.unique_texts,
             "cache_hits": summary.cache_hits,
             "requests": summary.requests,
+            "retries": summary.retries,
             "ok": summary.ok,
             "permanent_failures": summary.permanent,
             "transient_failures": summary.transient,

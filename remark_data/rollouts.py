@@ -1,6 +1,7 @@
 """Where a policy's G lists per request come from, for `remark diagnose`.
 
-- a rollouts JSONL: one line per request, ``{"request_id": ..., "completions": ["<list>", ...]}``;
+- a rollouts JSONL: one line per request, ``{"request_id": ..., "completions": ["<list>", ...]}``
+  (validated line by line);
 - an OpenAI-compatible endpoint sampled G times per request;
 - a popularity sampler (items drawn by how often responders named them in the split).
 
@@ -13,50 +14,66 @@ import asyncio
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from remark_data.diagnose import RequestGroup
 from remark_data.errors import RemarkError
-from remark_data.rewards import ListScorer, RequestLabels, dataset_metrics
+from remark_data.llm import api_key_from_env
+from remark_data.rewards import ListScorer, RequestLabels, dataset_metrics, parse_list
+
+SAMPLED_RANKS = 10
+"""K of the popularity sampler's lists when none is given (lists from a rollouts file or an
+endpoint have their own length: K defaults to the longest of them)."""
 
 
 @dataclass(kw_only=True)
 class Rollouts:
-    """Raw completions per request id, with what was skipped on the way in."""
+    """Raw completions per request id, and where they came from (for messages)."""
 
     completions: dict[str, list[str]]
-    malformed_lines: int = 0
-    quarantine: list[str] = field(default_factory=list)
+    source: str = "rollouts"
+
+
+class RolloutLine(BaseModel):
+    """One line of a rollouts JSONL. Strict: a string where the list of completions belongs
+    would otherwise read as one one-character completion per letter."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    request_id: str
+    completions: list[str]
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 def read_rollouts(path: Path) -> Rollouts:
-    """Read a rollouts JSONL; malformed lines are counted and kept aside, not fatal."""
+    """Read a rollouts JSONL (blank lines skipped); a bad line is a RemarkError naming it."""
     if not path.is_file():
         raise RemarkError(f"{path}: rollouts file not found")
-    rollouts = Rollouts(completions={})
+    completions: dict[str, list[str]] = {}
     with path.open() as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-                request_id = record["request_id"]
-                completions = record["completions"]
-                if not isinstance(request_id, str) or not all(
-                    isinstance(c, str) for c in completions
-                ):
-                    raise TypeError("request_id must be a string and completions strings")
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                rollouts.malformed_lines += 1
-                rollouts.quarantine.append(f"{path}:{number}: {exc}")
-                continue
-            rollouts.completions.setdefault(request_id, []).extend(completions)
-    return rollouts
+                record = RolloutLine.model_validate_json(line)
+            except ValidationError as exc:
+                raise RemarkError(
+                    f"{path}:{number}: {_first_error(exc)} "
+                    '(expected {"request_id": "...", "completions": ["<list>", ...]})'
+                ) from exc
+            completions.setdefault(record.request_id, []).extend(record.completions)
+    return Rollouts(completions=completions, source=str(path))
 
 
 def protoqa_prediction_rollouts(human: Path, gpt2: Path) -> Rollouts:
@@ -68,7 +85,7 @@ def protoqa_prediction_rollouts(human: Path, gpt2: Path) -> Rollouts:
             lists.setdefault(qid, []).append("\n".join(a or "-" for a in answers))
     for qid, answers in json.loads(gpt2.read_text()).items():
         lists.setdefault(qid, []).append("\n".join(a or "-" for a in answers))
-    return Rollouts(completions=lists)
+    return Rollouts(completions=lists, source="ProtoQA's released predictions")
 
 
 def label_rows(labels: pl.DataFrame, catalog: pl.DataFrame) -> list[dict[str, Any]]:
@@ -91,9 +108,12 @@ def label_rows(labels: pl.DataFrame, catalog: pl.DataFrame) -> list[dict[str, An
 
 
 def groups_from_completions(
-    rows: Sequence[Mapping[str, Any]], completions: Mapping[str, Sequence[str]], *, ranks: int
+    rows: Sequence[Mapping[str, Any]],
+    completions: Mapping[str, Sequence[str]],
+    *,
+    ranks: int | None = None,
 ) -> list[RequestGroup]:
-    """Grounded groups for the rows that have completions."""
+    """Grounded groups for the rows that have completions; lists cut to `ranks` (None: whole)."""
     scorer = ListScorer(max_ranks=ranks)
     by_id = {row["request_id"]: row for row in rows}
     groups = []
@@ -150,7 +170,7 @@ async def _sample_endpoint(
 
     client = openai.AsyncOpenAI(
         base_url=base_url,
-        api_key=os.environ.get("OPENAI_API_KEY", "not-needed"),
+        api_key=api_key_from_env(),  # the rule LLM extraction follows
         timeout=timeout,
         max_retries=3,
     )
@@ -171,13 +191,13 @@ async def _sample_endpoint(
                 for request_id, prompt in prompts.items()
             }
     except* openai.APIConnectionError as errors:
-        raise RemarkError(f"endpoint {base_url} unreachable ({errors.exceptions[0]})") from None
+        raise RemarkError(f"endpoint {base_url} unreachable ({errors.exceptions[0]})") from errors
     except* openai.APIStatusError as errors:
         first = errors.exceptions[0]
         assert isinstance(first, openai.APIStatusError)
         raise RemarkError(
             f"endpoint {base_url} answered {first.status_code}: {first.message}"
-        ) from None
+        ) from errors
     finally:
         await client.close()
     return {request_id: [t.result() for t in pending] for request_id, pending in tasks.items()}
@@ -193,7 +213,7 @@ def sample_endpoint(
     concurrency: int = 4,
     timeout: float = 60.0,
 ) -> Rollouts:
-    """G completions per prompt from an OpenAI-compatible chat endpoint (key: OPENAI_API_KEY)."""
+    """G completions per prompt from an OpenAI-compatible chat endpoint (`api_key_from_env`)."""
     completions = asyncio.run(
         _sample_endpoint(
             prompts,
@@ -205,7 +225,40 @@ def sample_endpoint(
             timeout=timeout,
         )
     )
-    return Rollouts(completions=completions)
+    return Rollouts(completions=completions, source=base_url)
+
+
+def list_ranks(completions: Mapping[str, Sequence[str]]) -> int:
+    """The longest parsed list among `completions` (every non-blank line is a rank)."""
+    return max((len(parse_list(t)) for texts in completions.values() for t in texts), default=0)
+
+
+def _ranks_for(
+    rollouts: Rollouts | None, known: set[str], ranks: int | None
+) -> tuple[int, dict[str, list[str]] | None]:
+    """K, and the completions of known requests. Ranks past every list would all count as
+    no-signal cells, so K defaults to the lists' own length and may not exceed it."""
+    if ranks is not None and (isinstance(ranks, bool) or ranks < 1):
+        raise RemarkError(f"K must be a positive number of ranks, got {ranks}")
+    if rollouts is None:
+        return (SAMPLED_RANKS if ranks is None else ranks), None
+    matched = {r: texts for r, texts in rollouts.completions.items() if r in known}
+    if not matched:
+        example = next(iter(rollouts.completions), None)
+        raise RemarkError(
+            f"none of the {len(rollouts.completions)} request ids in {rollouts.source} is a "
+            f"request of these labels (first: {example!r}); were the lists made for this "
+            "pipeline and split?"
+        )
+    longest = list_ranks(matched)
+    if longest == 0:
+        raise RemarkError(f"{rollouts.source}: every completion of a known request is empty")
+    if ranks is not None and ranks > longest:
+        raise RemarkError(
+            f"K = {ranks} ranks asked, but the longest list in {rollouts.source} has {longest} "
+            f"ranks; leave K unset to use {longest}"
+        )
+    return (longest if ranks is None else ranks), matched
 
 
 def diagnose_labels(
@@ -213,33 +266,37 @@ def diagnose_labels(
     catalog: pl.DataFrame,
     *,
     policy: str,
-    ranks: int = 20,
+    ranks: int | None = None,
     group_size: int = 8,
     seed: int = 0,
     rollouts: Rollouts | None = None,
 ) -> pl.DataFrame:
-    """Diagnostics per (dataset, split) for lists from `rollouts` or the popularity sampler."""
+    """Diagnostics per (dataset, split) for lists from `rollouts` or the popularity sampler.
+
+    `ranks` (K) defaults to the longest list of the rollouts that match the labels, and to
+    `SAMPLED_RANKS` for the popularity sampler; a K longer than every list is a RemarkError.
+    """
     from remark_data.diagnose import diagnose
 
     known = set(labels["request_id"])
-    unknown = 0 if rollouts is None else sum(r not in known for r in rollouts.completions)
+    k, matched = _ranks_for(rollouts, known, ranks)
+    unknown = 0 if rollouts is None else len(rollouts.completions) - len(matched or {})
     results = []
     for (dataset, split), part in labels.partition_by(
         ["dataset", "split"], as_dict=True, maintain_order=True
     ).items():
         rows = label_rows(part, catalog)
-        if rollouts is None:
-            groups = popularity_groups(rows, group_size=group_size, ranks=ranks, seed=seed)
+        if matched is None:
+            groups = popularity_groups(rows, group_size=group_size, ranks=k, seed=seed)
         else:
-            groups = groups_from_completions(rows, rollouts.completions, ranks=ranks)
+            groups = groups_from_completions(rows, matched, ranks=k)
         if not groups:
             continue
-        report = diagnose(groups, ranks=ranks)
-        metrics = dataset_metrics(((items, g.labels) for g in groups for items in g.lists), ranks)
+        report = diagnose(groups, ranks=k)
+        metrics = dataset_metrics(((items, g.labels) for g in groups for items in g.lists), k)
         results.append(
             {"dataset": dataset, "split": split, "policy": policy, **report.as_dict(), **metrics,
-             "unknown_request_ids": unknown,
-             "malformed_lines": 0 if rollouts is None else rollouts.malformed_lines}
+             "unknown_request_ids": unknown}
         )  # fmt: skip
     if not results:
         raise RemarkError(f"no request of the labels has lists from policy {policy!r}")

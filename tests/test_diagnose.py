@@ -3,17 +3,23 @@ cell and a responder J, recompute the advantages with the plain-Python reward co
 
 import json
 import random
+import re
 import statistics
 
 import pytest
 
-from remark_data.diagnose import diagnose
+from remark_data.diagnose import RequestGroup, diagnose
+from remark_data.errors import RemarkError
 from remark_data.rewards import group_advantages, rank_rewards
 from remark_data.rollouts import (
+    SAMPLED_RANKS,
+    Rollouts,
+    diagnose_labels,
     groups_from_completions,
     label_rows,
     popularity_groups,
     protoqa_prediction_rollouts,
+    read_rollouts,
 )
 from tests.conftest import CORPUS, store
 
@@ -118,3 +124,85 @@ def test_no_signal_fractions_by_direct_count(built_project) -> None:
     assert report.no_signal_cells_union == pytest.approx(union_cells / cells)
     assert report.no_signal_cells_responder == pytest.approx(resp_cells / cells)
     assert report.no_signal_cells_union < report.no_signal_cells_responder
+
+
+def _ten_item_rollouts(project):
+    """The sample's real completions cut to their first 10 lines: G = n_x lists of 10 items."""
+    labels = store(project, "reddit_v2").read("aggregate", "labels")
+    samples = json.loads((CORPUS / "rank_grpo/reddit_v2_sft_train_sample100.json").read_text())[
+        "samples"
+    ]
+    by_prompt = dict(zip(labels["prompt"], labels["request_id"], strict=True))
+    completions: dict[str, list[str]] = {}
+    for sample in samples:
+        text = "\n".join(sample["completion"][0]["content"].splitlines()[:10])
+        completions.setdefault(by_prompt[sample["prompt"][0]["content"]], []).append(text)
+    return labels, Rollouts(completions=completions, source="ten.jsonl")
+
+
+def test_ranks_default_to_the_longest_list_and_a_longer_k_is_refused(built_project) -> None:
+    labels, rollouts = _ten_item_rollouts(built_project)
+    catalog = store(built_project, "reddit_v2").read("ground", "catalog")
+    inferred = diagnose_labels(labels, catalog, policy="ten", rollouts=rollouts)
+    explicit = diagnose_labels(labels, catalog, policy="ten", rollouts=rollouts, ranks=10)
+    assert inferred["ranks"].to_list() == [10]
+    assert inferred.equals(explicit)
+    with pytest.raises(RemarkError, match=r"K = 20 .* longest list in ten.jsonl has 10 ranks"):
+        diagnose_labels(labels, catalog, policy="ten", rollouts=rollouts, ranks=20)
+    # What K = 20 used to report on these lists: ranks 11-20 empty, counted as no-signal cells.
+    groups = groups_from_completions(label_rows(labels, catalog), rollouts.completions)
+    padded = diagnose(groups, ranks=20)
+    assert diagnose(groups).ranks == 10
+    row = inferred.row(0, named=True)
+    assert padded.no_signal_cells_union == pytest.approx(0.5 + row["no_signal_cells_union"] / 2)
+    assert padded.no_signal_cells_responder > row["no_signal_cells_responder"]
+    # Fewer ranks than the lists have is allowed: the lists are cut to K.
+    short = diagnose_labels(labels, catalog, policy="ten", rollouts=rollouts, ranks=5)
+    assert short["ranks"].to_list() == [5]
+
+
+def test_popularity_sampler_default_ranks(built_project) -> None:
+    labels = store(built_project, "reddit_v2").read("aggregate", "labels")
+    catalog = store(built_project, "reddit_v2").read("ground", "catalog")
+    report = diagnose_labels(labels, catalog, policy="popularity", group_size=4)
+    assert report["ranks"].to_list() == [SAMPLED_RANKS] == [10]
+
+
+def test_rollouts_matching_no_request_are_refused(built_project) -> None:
+    labels = store(built_project, "reddit_v2").read("aggregate", "labels")
+    catalog = store(built_project, "reddit_v2").read("ground", "catalog")
+    rollouts = Rollouts(completions={"nope": ["1. Heat", "2. Alien"]}, source="other.jsonl")
+    with pytest.raises(RemarkError, match=r"none of the 1 request ids in other.jsonl"):
+        diagnose_labels(labels, catalog, policy="x", rollouts=rollouts)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"request_id": "r2", "completions": "1. The Matrix"}', "completions"),
+        ('{"request_id": 3, "completions": ["1. Heat"]}', "request_id"),
+        ('{"request_id": "r2", "completions": ["1. Heat", 7]}', "completions.1"),
+        ('{"request_id": "r2"}', "completions"),
+        ("{not json", "Invalid JSON"),
+        ("[1, 2]", "object"),
+    ],
+)
+def test_a_bad_rollouts_line_is_an_error_naming_file_and_line(tmp_path, line, message) -> None:
+    path = tmp_path / "lists.jsonl"
+    good = json.dumps({"request_id": "r1", "completions": ["1. Heat (1995)", "1. Alien"]})
+    path.write_text(f"{good}\n\n{line}\n")
+    with pytest.raises(RemarkError, match=rf"{re.escape(str(path))}:3: .*{re.escape(message)}"):
+        read_rollouts(path)
+    path.write_text(f"{good}\n{good}\n")
+    rollouts = read_rollouts(path)
+    assert rollouts.completions == {"r1": ["1. Heat (1995)", "1. Alien"] * 2}
+    assert rollouts.source == str(path)
+
+
+def test_diagnose_infers_ranks_from_the_groups() -> None:
+    from remark_data.rewards import RequestLabels
+
+    labels = RequestLabels.from_sets([{"a"}, {"b"}])
+    group = RequestGroup("r", labels, [["a", "b", None], ["b"]])
+    assert diagnose([group]).ranks == 3
+    assert diagnose([group], ranks=5).ranks == 5

@@ -29,15 +29,17 @@ def test_folder_round_trips_through_load_dataset(request, fixture, tmp_path) -> 
     assert [c["config_name"] for c in meta["configs"]] == [*pipelines, "all"]
     for config, splits in built.configs.items():
         for split, rows in splits.items():
-            loaded = datasets.load_dataset(str(out), config, split=split)
+            loaded = datasets.load_dataset(
+                str(out), config, split=split, cache_dir=str(tmp_path / "hf-cache")
+            )
             assert loaded.num_rows == rows
             if config == "all":
                 continue
             labels = store(project, config).read("aggregate", "labels").filter(split=split)
-            assert loaded["request_id"] == labels["request_id"].to_list()
-            assert loaded["n_responders"] == labels["n_responders"].to_list()
-            assert loaded["union_item_ids"] == labels["union_item_ids"].to_list()
-            assert loaded["responder_item_ids"] == labels["responder_item_ids"].to_list()
+            assert list(loaded["request_id"]) == labels["request_id"].to_list()
+            assert list(loaded["n_responders"]) == labels["n_responders"].to_list()
+            assert list(loaded["union_item_ids"]) == labels["union_item_ids"].to_list()
+            assert list(loaded["responder_item_ids"]) == labels["responder_item_ids"].to_list()
             for path in (out / config).glob(f"{split}-*.parquet"):
                 metadata = pq.ParquetFile(path).metadata
                 assert metadata.num_row_groups == 1 or metadata.row_group(0).num_rows >= 100_000

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from remark_data.rewards import ListScorer, RewardKind, Shape
+from remark_data.rewards import ListScorer, RewardKind, Shape, check_max_ranks, check_reward
 
 
 def label_payload(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -41,15 +41,39 @@ def dcg(per_rank: Sequence[float]) -> float:
 
 
 class PayloadScorer:
-    """Scores completions against JSON or dict payloads with one shared `ListScorer`."""
+    """Scores completions against JSON or dict payloads with one shared `ListScorer`.
+
+    Arguments are checked when built. Pickles as its arguments alone: the per-row cache is
+    rebuilt in the receiving process rather than shipped to every worker.
+    """
 
     def __init__(
         self, *, reward: RewardKind = "union", shape: Shape = "exp_inf", max_ranks: int = 20
     ) -> None:
-        self.reward = reward
-        self.shape = shape
+        check_reward(reward, shape)
+        if reward == "responder":
+            # Payload rows hold one request and every responder; S_j needs a drawn j per row.
+            raise ValueError(
+                "reward 'responder' needs one row per (request, responder); these rows hold "
+                "every responder: use 'union' or 'marginal' (or the rank_grpo export)"
+            )
+        check_max_ranks(max_ranks)
+        self.reward: RewardKind = reward
+        self.shape: Shape = shape
         self.max_ranks = max_ranks
         self.scorer = ListScorer(max_ranks=max_ranks)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"reward": self.reward, "shape": self.shape, "max_ranks": self.max_ranks}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(reward={self.reward!r}, shape={self.shape!r}, "
+            f"max_ranks={self.max_ranks})"
+        )
 
     def per_rank(self, text: str, payload: Mapping[str, Any] | str) -> list[float]:
         row = json.loads(payload) if isinstance(payload, str) else payload

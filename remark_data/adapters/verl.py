@@ -2,21 +2,31 @@
 
 Point verl at it with ``custom_reward_function.path=<this file>`` and
 ``custom_reward_function.name=compute_score``. `reward_model.ground_truth` is the JSON label
-payload, so the function needs nothing but this module.
+payload, so the function needs nothing but this module. ``custom_reward_function.reward_kwargs``
+(`reward`, `shape`, `max_ranks`) reach `compute_score` as keywords and are checked before any
+scoring. A module-level function and `PayloadScorer` both pickle, for verl's multiprocessing
+reward managers.
 """
 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from remark_data.adapters.payload import PayloadScorer, label_payload
+from remark_data.rewards import RewardKind, Shape
 
 if TYPE_CHECKING:
     import polars as pl
 
 ABILITY = "recommendation"
-_SCORER = PayloadScorer()
+
+
+@lru_cache(maxsize=8)
+def _scorer(reward: RewardKind, shape: Shape, max_ranks: int) -> PayloadScorer:
+    # One scorer (and row cache) per reward configuration; a bad one raises ValueError.
+    return PayloadScorer(reward=reward, shape=shape, max_ranks=max_ranks)
 
 
 def to_verl_frame(labels: pl.DataFrame) -> pl.DataFrame:
@@ -37,7 +47,19 @@ def to_verl_frame(labels: pl.DataFrame) -> pl.DataFrame:
 
 
 def compute_score(
-    data_source: str, solution_str: str, ground_truth: str | dict[str, Any], extra_info: Any = None
+    data_source: str,
+    solution_str: str,
+    ground_truth: str | dict[str, Any],
+    extra_info: Any = None,
+    *,
+    reward: RewardKind = "union",
+    shape: Shape = "exp_inf",
+    max_ranks: int = 20,
+    **_: Any,
 ) -> float:
-    """verl's reward signature: the union reward of one completion as DCG over its ranks."""
-    return _SCORER.scalar(solution_str, ground_truth)
+    """verl's reward signature: the reward of one completion as DCG over its ranks.
+
+    Other keywords newer verl versions pass (a reward router's address, its tokenizer) are
+    not used.
+    """
+    return _scorer(reward, shape, max_ranks).scalar(solution_str, ground_truth)

@@ -4,10 +4,13 @@
 """
 
 from remark_data.rewards.core import (
+    REWARD_KINDS,
+    SHAPES,
     RequestLabels,
     RewardKind,
     Shape,
     apply_shape,
+    check_reward,
     dataset_metrics,
     eligibility,
     group_advantages,
@@ -17,15 +20,19 @@ from remark_data.rewards.core import (
     responder_metric,
 )
 from remark_data.rewards.parse import ListItem, parse_line, parse_list
-from remark_data.rewards.scoring import ListScorer, completion_text
+from remark_data.rewards.scoring import ListScorer, check_max_ranks, completion_text
 
 __all__ = [
+    "REWARD_KINDS",
+    "SHAPES",
     "ListItem",
     "ListScorer",
     "RequestLabels",
     "RewardKind",
     "Shape",
     "apply_shape",
+    "check_max_ranks",
+    "check_reward",
     "completion_text",
     "dataset_metrics",
     "eligibility",

@@ -19,10 +19,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 RewardKind = Literal["responder", "union", "marginal"]
 Shape = Literal["exp_inf", "log_decay"]
+REWARD_KINDS: tuple[str, ...] = get_args(RewardKind)
+SHAPES: tuple[str, ...] = get_args(Shape)
 STD_EPSILON = 1e-4  # as TRL: (r - mean) / (std + 1e-4)
 
 
@@ -69,6 +71,15 @@ class RequestLabels:
     @property
     def n_responders(self) -> int:
         return len(self.responders)
+
+
+def check_reward(reward: object, shape: object) -> None:
+    """ValueError naming the choices when `reward` or `shape` is not one of the definitions'
+    (so a factory fails when built, not at its first call inside a trainer)."""
+    if reward not in REWARD_KINDS:
+        raise ValueError(f"unknown reward {reward!r} (one of {', '.join(REWARD_KINDS)})")
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r} (one of {', '.join(SHAPES)})")
 
 
 def eligibility(item_ids: Sequence[str | None], *, seen: Iterable[str] = ()) -> list[int]:

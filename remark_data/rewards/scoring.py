@@ -27,6 +27,12 @@ from remark_data.rewards.parse import parse_list
 Row = Mapping[str, Any]
 
 
+def check_max_ranks(max_ranks: object) -> None:
+    """ValueError unless K is a positive int (bool is an int, and not a rank count)."""
+    if isinstance(max_ranks, bool) or not isinstance(max_ranks, int) or max_ranks < 1:
+        raise ValueError(f"max_ranks must be a positive integer, got {max_ranks!r}")
+
+
 class ListScorer:
     """Scores generated lists against label rows. Caches matchers and parsed labels per row."""
 
@@ -34,9 +40,12 @@ class ListScorer:
         self,
         *,
         catalog: TitleMatcher | None = None,
-        max_ranks: int = 20,
+        max_ranks: int | None = 20,
         year_tolerance: int = 2,
     ) -> None:
+        """`max_ranks` cuts lists to their first K ranks; None keeps every rank."""
+        if max_ranks is not None:
+            check_max_ranks(max_ranks)
         self.catalog = catalog
         self.max_ranks = max_ranks
         self.year_tolerance = year_tolerance

@@ -141,3 +141,72 @@ def test_reward_functions_on_real_completions(built_project) -> None:
     # Rows without labels (another task in a mixed dataset) are outside the reward's scope.
     missing = {**columns, "responder_item_ids": [None] * len(rows)}
     assert make_reward_func()(None, completions, **missing) == [None] * len(rows)
+
+
+def _real_rows_and_completions(project):
+    """Exported TRL rows with the Reddit-v2 sample's real 20-line completions."""
+    import json
+
+    from tests.conftest import CORPUS
+
+    dataset = to_trl_dataset(store(project, "reddit_v2").read("aggregate", "labels"))
+    by_prompt = {row["prompt"][0]["content"]: row for row in dataset}
+    samples = json.loads((CORPUS / "rank_grpo/reddit_v2_sft_train_sample100.json").read_text())[
+        "samples"
+    ]
+    rows = [by_prompt[s["prompt"][0]["content"]] for s in samples]
+    columns = {c: [r[c] for r in rows] for c in rows[0] if c != "prompt"}
+    completions = [
+        [{"role": "assistant", "content": s["completion"][0]["content"]}] for s in samples
+    ]
+    return [r["prompt"] for r in rows], completions, columns
+
+
+@pytest.mark.parametrize(
+    ("factory", "kwargs", "name"),
+    [
+        (make_reward_func, {}, "remark_union_exp_inf"),
+        (
+            make_reward_func,
+            {"reward": "marginal", "shape": "log_decay"},
+            "remark_marginal_log_decay",
+        ),
+        (make_rank_reward_func, {"max_ranks": 10}, "remark_union_exp_inf_per_rank"),
+    ],
+)
+def test_reward_functions_survive_pickling(built_project, factory, kwargs, name) -> None:
+    """Multiprocessing reward managers (verl's, TRL over several processes) pickle rewards."""
+    import pickle
+
+    from trl.trainer.utils import get_callable_name, is_async_callable
+
+    prompts, completions, columns = _real_rows_and_completions(built_project)
+    reward = factory(**kwargs)
+    before = reward(prompts=prompts, completions=completions, **columns)  # fills the row cache
+    copy = pickle.loads(pickle.dumps(reward))
+    assert copy(prompts=prompts, completions=completions, **columns) == before
+    assert sum(map(sum, before)) > 0 if factory is make_rank_reward_func else sum(before) > 0
+    # TRL logs each reward under get_callable_name and awaits only async callables.
+    assert get_callable_name(reward) == get_callable_name(copy) == name
+    assert not is_async_callable(copy)
+    # TRL also passes trainer_state, log_extra, log_metric and completion_ids: ignored.
+    extra = {"trainer_state": None, "log_extra": print, "log_metric": print, "completion_ids": []}
+    assert copy(prompts=prompts, completions=completions, **columns, **extra) == before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"shape": "bogus"}, "shape 'bogus'"),
+        ({"reward": "nope"}, "reward 'nope'"),
+        ({"reward": "responder"}, "responder"),
+        ({"max_ranks": 0}, "max_ranks"),
+        ({"max_ranks": -3}, "max_ranks"),
+        ({"max_ranks": 2.5}, "max_ranks"),
+        ({"max_ranks": True}, "max_ranks"),
+    ],
+)
+@pytest.mark.parametrize("factory", [make_reward_func, make_rank_reward_func])
+def test_bad_reward_arguments_fail_when_built(factory, kwargs, message) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        factory(**kwargs)

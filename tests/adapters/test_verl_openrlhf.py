@@ -102,3 +102,30 @@ def test_export_rejects_unknown_trainers_and_replaces_atomically(labels, tmp_pat
     export_labels(labels.head(5), trainer="verl", out=out)
     assert pl.read_parquet(out / "train.parquet").height == 5
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_verl_and_openrlhf_rewards_pickle_and_check_their_arguments(labels) -> None:
+    """Both frameworks may ship the reward to worker processes; verl passes
+    `custom_reward_function.reward_kwargs` as keywords, checked before any scoring."""
+    import pickle
+
+    from remark_data.adapters import openrlhf, verl
+    from remark_data.adapters.payload import PayloadScorer, label_payload
+
+    assert pickle.loads(pickle.dumps(verl.compute_score)) is verl.compute_score
+    assert pickle.loads(pickle.dumps(openrlhf.reward_func)) is openrlhf.reward_func
+    scorer = PayloadScorer(reward="marginal", shape="log_decay", max_ranks=10)
+    payloads = [json.dumps(label_payload(row)) for row in labels.iter_rows(named=True)]
+    before = [scorer.per_rank(_completion(json.loads(p)), p) for p in payloads]
+    copy = pickle.loads(pickle.dumps(scorer))
+    assert [copy.per_rank(_completion(json.loads(p)), p) for p in payloads] == before
+    assert len(pickle.dumps(copy)) < 1_000  # the per-row cache stays behind
+    truth = payloads[0]
+    text = _completion(json.loads(truth))
+    marginal = verl.compute_score("remark/reddit_v2", text, truth, None, reward="marginal")
+    assert marginal == pytest.approx(PayloadScorer(reward="marginal").scalar(text, truth))
+    for bad, message in [({"reward": "nope"}, "reward 'nope'"), ({"max_ranks": 0}, "max_ranks")]:
+        with pytest.raises(ValueError, match=message):
+            verl.compute_score("remark/reddit_v2", text, truth, None, **bad)
+        with pytest.raises(ValueError, match=message):
+            PayloadScorer(**bad)

@@ -169,3 +169,19 @@ def test_dataset_metrics_weight_rows_and_requests_differently() -> None:
     first = 1 / (1 + 1 / math.log2(3))
     second = 1 / math.log2(3)
     assert metrics["ndcg_union"] == pytest.approx((first + second) / 2)
+
+
+@pytest.mark.parametrize("max_ranks", [0, -1, 2.5, True, "20"])
+def test_scorer_refuses_a_bad_rank_count_when_built(max_ranks) -> None:
+    with pytest.raises(ValueError, match="max_ranks must be a positive integer"):
+        ListScorer(max_ranks=max_ranks)
+
+
+def test_check_reward_names_the_choices() -> None:
+    from remark_data.rewards import check_reward
+
+    check_reward("union", "log_decay")
+    with pytest.raises(ValueError, match=r"unknown reward 'nope' \(one of responder, union"):
+        check_reward("nope", "exp_inf")
+    with pytest.raises(ValueError, match=r"unknown shape 'bogus' \(one of exp_inf, log_decay\)"):
+        check_reward("union", "bogus")
