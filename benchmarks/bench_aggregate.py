@@ -29,8 +29,8 @@ TABLES = ("requests", "responses", "groundings", "catalog")
 
 
 def build_inputs(directory: Path, min_rows: int) -> int:
-    from remark_data.ground import ground_mentions
-    from remark_data.scrape.protoqa import read_protoqa_train
+    from remark_data.stages.ground.grounding import ground_mentions
+    from remark_data.stages.scrape.protoqa import read_protoqa_train
 
     part = read_protoqa_train(
         CORPUS / "simplified_train_question.json",
@@ -58,8 +58,8 @@ def build_inputs(directory: Path, min_rows: int) -> int:
 
 
 def run_ours(directory: Path) -> float:
-    from remark_data.aggregate import build_labels
-    from remark_data.stats import label_stats
+    from remark_data.stages.aggregate import build_labels
+    from remark_data.stages.stats import label_stats
 
     tables = {name: pl.read_parquet(directory / f"{name}.parquet") for name in TABLES}
     start = time.perf_counter()
@@ -138,7 +138,7 @@ def run_baseline(directory: Path) -> float:
 
 def check_same_labels(directory: Path, sample: int = 300) -> None:
     """Both implementations agree on every field of a sample of requests."""
-    from remark_data.aggregate import build_labels
+    from remark_data.stages.aggregate import build_labels
 
     tables = {name: pl.read_parquet(directory / f"{name}.parquet") for name in TABLES}
     ours, _ = build_labels(**tables)

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import polars as pl
 
-from remark_data.extract import Gazetteer
-from remark_data.matching import normalize_title
+from remark_data.stages.extract.gazetteer import Gazetteer
+from remark_data.stages.ground.matching import normalize_title
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"

@@ -31,7 +31,7 @@ CUTOFF = 92.0
 def real_surfaces() -> list[str]:
     from remark_data.config import Project, load_pipeline_spec
     from remark_data.pipeline import PipelineRun
-    from remark_data.runner import RunStore
+    from remark_data.runner import RunFolder
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -42,7 +42,7 @@ def real_surfaces() -> list[str]:
         spec = load_pipeline_spec(project.pipeline_path("reddit_movies"))
         PipelineRun(spec=spec, project=project).run(stages=("scrape", "extract"))
         return (
-            RunStore(project.runs_dir / "reddit_movies")
+            RunFolder(project.runs_dir / "reddit_movies")
             .read("extract", "mentions")["surface"]
             .to_list()
         )
@@ -64,9 +64,9 @@ def main() -> None:
     args = parser.parse_args()
     from rapidfuzz import fuzz, process
 
-    from remark_data.catalogs import _catalog_frame, _movielens_titles
-    from remark_data.ground import catalog_keys, ground_mentions
-    from remark_data.matching import normalize_title
+    from remark_data.stages.ground.catalogs import _catalog_frame, _movielens_titles
+    from remark_data.stages.ground.grounding import catalog_keys, ground_mentions
+    from remark_data.stages.ground.matching import normalize_title
 
     rng = random.Random(0)
     surfaces = real_surfaces()

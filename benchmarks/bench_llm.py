@@ -29,7 +29,7 @@ CORPUS = REPO.parent / "shared/corpus"
 def score(predicted: dict[str, list[str]], gold: dict[str, list[str]]) -> dict[str, float]:
     from rapidfuzz import fuzz
 
-    from remark_data.matching import normalize_title
+    from remark_data.stages.ground.matching import normalize_title
 
     true_positive = n_predicted = n_gold = 0
     for key, titles in gold.items():
@@ -52,8 +52,8 @@ def score(predicted: dict[str, list[str]], gold: dict[str, list[str]]) -> dict[s
 
 
 def gazetteer_predictions(rows: list[dict]) -> dict[str, list[str]]:
-    from remark_data.catalogs import load_movie_catalog
-    from remark_data.extract import Gazetteer
+    from remark_data.stages.extract.gazetteer import Gazetteer
+    from remark_data.stages.ground.catalogs import load_movie_catalog
 
     files = {
         "movielens_movies": CORPUS / "catalogs/movies/ml-latest-small/movies.csv",
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--batch-chars", type=int, default=200, help="0: skip the batched run")
     parser.add_argument("--only-batched", action="store_true")
     args = parser.parse_args()
-    from remark_data.llm import LLMSettings, extract_with_llm
+    from remark_data.stages.extract.llm import LLMSettings, extract_with_llm
     from tests.llm_servers import LlamaServer
 
     rows = [json.loads(line) for line in GOLD.read_text().splitlines()]

@@ -30,7 +30,7 @@ def build_step(seed: int) -> tuple[list[str], dict[str, list]]:
     from remark_data.adapters.trl import to_trl_dataset
     from remark_data.config import Project, load_pipeline_spec
     from remark_data.pipeline import PipelineRun
-    from remark_data.runner import RunStore
+    from remark_data.runner import RunFolder
 
     root = Path(tempfile.mkdtemp())
     (root / "data").mkdir()
@@ -39,7 +39,7 @@ def build_step(seed: int) -> tuple[list[str], dict[str, list]]:
     spec = load_pipeline_spec(REPO / "pipelines" / "reddit_v2.toml")
     PipelineRun(spec=spec, project=project).run()
     rows = list(
-        to_trl_dataset(RunStore(project.runs_dir / "reddit_v2").read("aggregate", "labels"))
+        to_trl_dataset(RunFolder(project.runs_dir / "reddit_v2").read("aggregate", "labels"))
     )
     samples = json.loads((CORPUS / "rank_grpo/reddit_v2_sft_train_sample100.json").read_text())[
         "samples"
@@ -62,7 +62,7 @@ _LINE = re.compile(r"^\s*(?:\d+[.)]\s*)?(.*?)\s*\((\d{3,4})\)\s*$")
 def baseline_rewards(completions: list[str], columns: dict[str, list]) -> list[list[float]]:
     """Per item: regex-parse the line, normalise, scan the union linearly (Rank-GRPO's way,
     but keeping unparseable lines as empty ranks)."""
-    from remark_data.matching import normalize_title
+    from remark_data.stages.ground.matching import normalize_title
 
     normalize = normalize_title.__wrapped__  # no cache, as a plain implementation would be
     out = []
@@ -94,8 +94,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     args = parser.parse_args()
     from remark_data.adapters.trl import make_rank_reward_func
-    from remark_data.matching import normalize_title
     from remark_data.rewards.parse import parse_line
+    from remark_data.stages.ground.matching import normalize_title
 
     completions, columns = build_step(seed=0)
     expected = baseline_rewards(completions, columns)

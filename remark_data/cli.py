@@ -120,28 +120,28 @@ def stats(
     ] = None,
 ) -> None:
     """Print the label statistics of each pipeline's latest run."""
-    from remark_data.runner import RunStore
+    from remark_data.runner import RunFolder
 
     names: list[str] = list(pipelines or [])
     if not names:  # every pipeline whose run got as far as the statistics; say which are left out
         partial: list[str] = []
         for run_dir in sorted(p for p in state.project.runs_dir.glob("*") if p.is_dir()):
-            done = RunStore(run_dir).manifest("stats") is not None
+            done = RunFolder(run_dir).manifest("stats") is not None
             (names if done else partial).append(run_dir.name)
         if partial:
             err_console.print(f"left out (not run up to stats yet): {', '.join(partial)}")
     frames = []
     for name in names:
         try:
-            frames.append(RunStore(state.project.runs_dir / name).read("stats", "stats"))
+            frames.append(RunFolder(state.project.runs_dir / name).read("stats", "stats"))
         except FileNotFoundError as exc:
             raise RemarkError(f"{name}: no statistics yet; run `remark run {name}` first") from exc
     if not frames:
         raise RemarkError("no pipeline has been run yet; try `remark run protoqa`")
     frame = pl.concat(frames)
     if plots is not None:
-        from remark_data.plots import write_figures
-        from remark_data.rollouts import read_diagnostics
+        from remark_data.diagnose.plots import write_figures
+        from remark_data.diagnose.rollouts import read_diagnostics
 
         labels = pl.concat([_labels(name) for name in names])
         diagnostics = read_diagnostics(state.project.runs_dir)
@@ -176,11 +176,11 @@ def stats(
 
 
 def _grounding_report(names: list[str]) -> pl.DataFrame:
-    from remark_data.runner import RunStore
+    from remark_data.runner import RunFolder
 
     frames = []
     for name in names:
-        groundings = RunStore(state.project.runs_dir / name).read("ground", "groundings")
+        groundings = RunFolder(state.project.runs_dir / name).read("ground", "groundings")
         frames.append(
             groundings.group_by("role", "status").len().with_columns(pl.lit(name).alias("dataset"))
         )
@@ -195,7 +195,7 @@ def _grounding_report(names: list[str]) -> pl.DataFrame:
 @app.command()
 def db() -> None:
     """(Re)create data/remark.duckdb with a view per table of every run."""
-    from remark_data.store import refresh_database
+    from remark_data.database import refresh_database
 
     counts = refresh_database(state.project)
     console.print(f"{state.project.database_path}: {len(counts)} views")
@@ -210,7 +210,7 @@ def sql(
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """Run a read-only SQL query against data/remark.duckdb."""
-    from remark_data.store import query
+    from remark_data.database import query
 
     _print_frame(query(state.project, query_text), fmt)
 
@@ -223,10 +223,10 @@ class TrainerName(StrEnum):
 
 
 def _labels(pipeline: str) -> pl.DataFrame:
-    from remark_data.runner import RunStore
+    from remark_data.runner import RunFolder
 
     try:
-        return RunStore(state.project.runs_dir / pipeline).read("aggregate", "labels")
+        return RunFolder(state.project.runs_dir / pipeline).read("aggregate", "labels")
     except FileNotFoundError as exc:
         raise RemarkError(f"{pipeline}: no labels yet; run `remark run {pipeline}` first") from exc
 
@@ -276,14 +276,14 @@ def diagnose(
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """How much responder noise union rewards remove, for G lists per request."""
-    from remark_data.rollouts import (
+    from remark_data.diagnose.rollouts import (
         diagnose_labels,
         protoqa_prediction_rollouts,
         read_rollouts,
         sample_endpoint,
         save_diagnostics,
     )
-    from remark_data.runner import RunStore
+    from remark_data.runner import RunFolder
 
     chosen = [rollouts is not None, endpoint is not None, popularity, protoqa_predictions]
     if sum(chosen) != 1:
@@ -295,7 +295,7 @@ def diagnose(
         labels = labels.filter(pl.col("split") == split)
     if limit:
         labels = labels.head(limit)
-    catalog = RunStore(state.project.runs_dir / pipeline).read("ground", "catalog")
+    catalog = RunFolder(state.project.runs_dir / pipeline).read("ground", "catalog")
     lists = None
     policy = "popularity"
     if rollouts is not None:
@@ -357,7 +357,7 @@ def publish(
     ] = False,
 ) -> None:
     """Build the Hub repository folder (a config per dataset, card, statistics) and upload it."""
-    from remark_data.publish import build_repo_folder, check_repo_id, tree, upload
+    from remark_data.publish.hub import build_repo_folder, check_repo_id, tree, upload
 
     check_repo_id(repo_id)
     names = pipelines or sorted(

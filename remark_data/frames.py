@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from remark_data.matching import normalize_title
+from remark_data.stages.ground.matching import normalize_title
 
 
 def with_normalized_key(frame: pl.DataFrame, column: str, *, alias: str = "key") -> pl.DataFrame:

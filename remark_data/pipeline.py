@@ -14,30 +14,30 @@ from pathlib import Path
 
 import polars as pl
 
-from remark_data.aggregate import build_labels
-from remark_data.catalogs import load_catalog
 from remark_data.config import PipelineSpec, Project, SourceSpec
 from remark_data.errors import RemarkError
-from remark_data.extract import Gazetteer, gazetteer_mentions
-from remark_data.ground import ground_mentions
-from remark_data.llm import LLMSettings, extract_with_llm, llm_mentions
 from remark_data.runner import (
     Fingerprint,
-    RunStore,
+    RunFolder,
     StageOutput,
     StageResult,
     code_digest,
     run_stage,
 )
 from remark_data.schemas import conform
-from remark_data.scrape import ScrapedSource
-from remark_data.scrape.musicrs import read_musicrs
-from remark_data.scrape.protoqa import read_protoqa_dev, read_protoqa_train
-from remark_data.scrape.rank_grpo import read_rank_grpo_rows
-from remark_data.scrape.reddit_dumps import ThreadOptions, read_reddit_dump
-from remark_data.scrape.reddit_scraped import read_booksuggestions, read_suggestmeabook
 from remark_data.sources import Fetcher
-from remark_data.stats import label_stats
+from remark_data.stages.aggregate import build_labels
+from remark_data.stages.extract.gazetteer import Gazetteer, gazetteer_mentions
+from remark_data.stages.extract.llm import LLMSettings, extract_with_llm, llm_mentions
+from remark_data.stages.ground.catalogs import load_catalog
+from remark_data.stages.ground.grounding import ground_mentions
+from remark_data.stages.scrape import ScrapedSource
+from remark_data.stages.scrape.musicrs import read_musicrs
+from remark_data.stages.scrape.protoqa import read_protoqa_dev, read_protoqa_train
+from remark_data.stages.scrape.rank_grpo import read_rank_grpo_rows
+from remark_data.stages.scrape.reddit_dumps import ThreadOptions, read_reddit_dump
+from remark_data.stages.scrape.reddit_scraped import read_booksuggestions, read_suggestmeabook
+from remark_data.stages.stats import label_stats
 
 STAGES = ("scrape", "extract", "ground", "aggregate", "stats")
 
@@ -53,14 +53,14 @@ SECTIONS: dict[str, tuple[str, ...]] = {
 
 #: The reader module of each source format (the scrape stage runs only those a spec uses).
 FORMAT_MODULES: dict[str, str] = {
-    "protoqa_crowdsourced": "remark_data.scrape.protoqa",
-    "protoqa_scraped": "remark_data.scrape.protoqa",
-    "protoqa_train_simplified": "remark_data.scrape.protoqa",
-    "rank_grpo_rows": "remark_data.scrape.rank_grpo",
-    "reddit_dump": "remark_data.scrape.reddit_dumps",
-    "booksuggestions_json": "remark_data.scrape.reddit_scraped",
-    "suggestmeabook_jsonl": "remark_data.scrape.reddit_scraped",
-    "musicrs_jsonl": "remark_data.scrape.musicrs",
+    "protoqa_crowdsourced": "remark_data.stages.scrape.protoqa",
+    "protoqa_scraped": "remark_data.stages.scrape.protoqa",
+    "protoqa_train_simplified": "remark_data.stages.scrape.protoqa",
+    "rank_grpo_rows": "remark_data.stages.scrape.rank_grpo",
+    "reddit_dump": "remark_data.stages.scrape.reddit_dumps",
+    "booksuggestions_json": "remark_data.stages.scrape.reddit_scraped",
+    "suggestmeabook_jsonl": "remark_data.stages.scrape.reddit_scraped",
+    "musicrs_jsonl": "remark_data.stages.scrape.musicrs",
 }
 
 
@@ -73,14 +73,18 @@ def stage_code_digest(spec: PipelineSpec, stage: str) -> str:
             own = tuple(sorted({FORMAT_MODULES[s.format] for s in spec.sources}))
         case "extract":
             method = "gazetteer" if spec.extract is None else spec.extract.method
-            extractor = "remark_data.extract" if method == "gazetteer" else "remark_data.llm"
-            own = ("remark_data.catalogs", extractor)
+            extractor = (
+                "remark_data.stages.extract.gazetteer"
+                if method == "gazetteer"
+                else "remark_data.stages.extract.llm"
+            )
+            own = ("remark_data.stages.ground.catalogs", extractor)
         case "ground":
-            own = ("remark_data.catalogs", "remark_data.ground")
+            own = ("remark_data.stages.ground.catalogs", "remark_data.stages.ground.grounding")
         case "aggregate":
-            own = ("remark_data.aggregate",)
+            own = ("remark_data.stages.aggregate",)
         case _:
-            own = ("remark_data.stats",)
+            own = ("remark_data.stages.stats",)
     return code_digest([*own, "remark_data.runner"], shallow=[__name__])
 
 
@@ -142,7 +146,7 @@ class PipelineRun:
 
     def __post_init__(self) -> None:
         self.fetcher = Fetcher(self.project, verify=self.verify)
-        self.store = RunStore(self.project.runs_dir / self.spec.name)
+        self.store = RunFolder(self.project.runs_dir / self.spec.name)
 
     # -- inputs -----------------------------------------------------------------------------
     def _source_files(self) -> dict[str, dict[str, Path]]:
@@ -185,7 +189,7 @@ class PipelineRun:
         parts = [read_source(self.spec, s, files[s.name]) for s in self.spec.sources]
         stats: dict[str, int | float] = {}
         for source, part in zip(self.spec.sources, parts, strict=True):
-            stats.update({f"{source.name}.{k}": v for k, v in part.stats.items()})
+            stats.update({f"{source.name}.{k}": v for k, v in part.counters.items()})
             stats[f"{source.name}.requests"] = part.requests.height
         tables = {
             name: pl.concat([conform(getattr(p, name), name) for p in parts])
@@ -203,7 +207,7 @@ class PipelineRun:
             for line in p.quarantine
         ]
         extra = {"quarantine.txt": "\n".join(quarantine) + "\n"} if quarantine else {}
-        return StageOutput(tables=tables, stats=stats, files=extra)
+        return StageOutput(tables=tables, counters=stats, files=extra)
 
     def _global_catalog(self) -> pl.DataFrame | None:
         loaded = load_catalog(
@@ -238,7 +242,7 @@ class PipelineRun:
         mentions = pl.concat([conform(f, "mentions") for f in frames])
         return StageOutput(
             tables={"mentions": mentions},
-            stats={"responses_scanned": responses.height, "mentions": mentions.height},
+            counters={"responses_scanned": responses.height, "mentions": mentions.height},
         )
 
     def _extract_llm(self) -> StageOutput:
@@ -294,7 +298,7 @@ class PipelineRun:
             "completion_tokens": summary.completion_tokens,
             "incomplete": summary.transient,
         }
-        return StageOutput(tables={"mentions": conform(mentions, "mentions")}, stats=stats)
+        return StageOutput(tables={"mentions": conform(mentions, "mentions")}, counters=stats)
 
     def _ground(self) -> StageOutput:
         scoped = self.store.read("scrape", "catalog")
@@ -316,7 +320,7 @@ class PipelineRun:
             f"mentions.{status}": n for status, n in by_status.iter_rows()
         }
         stats["catalog_items"] = catalog.height
-        return StageOutput(tables={"catalog": catalog, "groundings": groundings}, stats=stats)
+        return StageOutput(tables={"catalog": catalog, "groundings": groundings}, counters=stats)
 
     def _aggregate(self) -> StageOutput:
         labels, counters = build_labels(
@@ -325,7 +329,7 @@ class PipelineRun:
             groundings=self.store.read("ground", "groundings"),
             catalog=self.store.read("ground", "catalog"),
         )
-        return StageOutput(tables={"labels": labels}, stats=dict(counters))
+        return StageOutput(tables={"labels": labels}, counters=dict(counters))
 
     def _stats(self) -> StageOutput:
         labels = self.store.read("aggregate", "labels")

@@ -73,7 +73,7 @@ def _imported_modules(module: str, tree: ast.Module) -> Iterator[str]:
                 parent = ".".join(parts[: len(parts) - node.level + 1])
                 base = f"{parent}.{base}" if base else parent
             yield base
-            # `from remark_data.scrape import protoqa` imports a submodule, not a name.
+            # `from remark_data.stages.scrape import protoqa` imports a submodule, not a name.
             yield from (f"{base}.{alias.name}" for alias in node.names)
 
 
@@ -105,9 +105,11 @@ def code_digest(modules: Iterable[str], *, shallow: Iterable[str] = ()) -> str:
 
     Examples
     --------
-    >>> a = code_digest(["remark_data.stats"])
-    >>> a == code_digest(["remark_data.stats"]) and a != code_digest(["remark_data.aggregate"])
+    >>> stats = code_digest(["remark_data.stages.stats"])
+    >>> stats == code_digest(["remark_data.stages.stats"])
     True
+    >>> stats == code_digest(["remark_data.stages.aggregate"])
+    False
     """
     seen: dict[str, str] = {}
     for module in shallow:
@@ -132,7 +134,7 @@ class StageOutput:
     """What a stage computes: tables by name and counters worth reporting."""
 
     tables: dict[str, pl.DataFrame]
-    stats: dict[str, int | float] = field(default_factory=dict)
+    counters: dict[str, int | float] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # extra text files, e.g. stats.json
 
 
@@ -168,7 +170,7 @@ class Fingerprint:
         return hashlib.sha256(payload.encode()).hexdigest()
 
 
-class RunStore:
+class RunFolder:
     """The stage outputs of one pipeline under ``data/runs/<pipeline>``."""
 
     def __init__(self, root: Path) -> None:
@@ -277,7 +279,7 @@ class RunStore:
                 rows[name] = table.height
             for file_name, text in output.files.items():
                 (tmp / file_name).write_text(text)
-            manifest = {**manifest, "tables": rows, "stats": output.stats}
+            manifest = {**manifest, "tables": rows, "counters": output.counters}
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True))
             _fsync_dir(tmp)
         except BaseException:  # a full disk, an interrupt: leave no half-written version
@@ -307,7 +309,7 @@ def _fsync_dir(path: Path) -> None:
 
 
 def run_stage(
-    store: RunStore,
+    store: RunFolder,
     *,
     pipeline: str,
     stage: str,
@@ -323,7 +325,7 @@ def run_stage(
     if (
         not force
         and previous is not None
-        and not previous.get("stats", {}).get("incomplete", 0)
+        and not previous.get("counters", {}).get("incomplete", 0)
         and previous.get("fingerprint") == digest
     ):
         return StageResult(stage=stage, status="skipped", manifest=previous)

@@ -14,7 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-DUMP = Path(__file__).resolve().parents[1] / "../shared/corpus/reddit/dumps/moviesuggestions_2020-09"
+DUMP = (
+    Path(__file__).resolve().parents[1] / "../shared/corpus/reddit/dumps/moviesuggestions_2020-09"
+)
 EXCLUDED = {"AutoModerator", "cinephile_bot", "[deleted]"}
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from remark_data.config import Project, load_pipeline_spec
 from remark_data.pipeline import PipelineRun
-from remark_data.runner import RunStore
+from remark_data.runner import RunFolder
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = (REPO / ".." / "shared" / "corpus").resolve()
@@ -38,8 +38,8 @@ def built_project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     return project
 
 
-def store(project: Project, pipeline: str) -> RunStore:
-    return RunStore(project.runs_dir / pipeline)
+def run_folder(project: Project, pipeline: str) -> RunFolder:
+    return RunFolder(project.runs_dir / pipeline)
 
 
 @pytest.fixture(scope="session")

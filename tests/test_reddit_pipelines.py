@@ -3,13 +3,13 @@ grounding quality floors against the corpus gold."""
 
 import polars as pl
 
-from remark_data.quality import books_quality, movies_quality
-from tests.conftest import CORPUS, store
+from remark_data.evaluate import books_quality, movies_quality
+from tests.conftest import CORPUS, run_folder
 
 
 def test_movies_labels_from_threads(reddit_project) -> None:
-    labels = store(reddit_project, "reddit_movies").read("aggregate", "labels")
-    responses = store(reddit_project, "reddit_movies").read("scrape", "responses")
+    labels = run_folder(reddit_project, "reddit_movies").read("aggregate", "labels")
+    responses = run_folder(reddit_project, "reddit_movies").read("scrape", "responses")
     assert set(labels["source"]) == {"moviesuggestions-2020-09", "askreddit-magical"}
     n_x = dict(responses.group_by("request_id").len().iter_rows())
     assert all(
@@ -21,7 +21,9 @@ def test_movies_labels_from_threads(reddit_project) -> None:
     )  # top-level comments: distinct authors + null-author comments
     assert len(ask["union_item_ids"]) > 1000
     # Every union id is a merged-catalog item, and p̂ = c / n_x.
-    catalog_ids = set(store(reddit_project, "reddit_movies").read("ground", "catalog")["item_id"])
+    catalog_ids = set(
+        run_folder(reddit_project, "reddit_movies").read("ground", "catalog")["item_id"]
+    )
     for row in labels.head(50).iter_rows(named=True):
         assert set(row["union_item_ids"]) <= catalog_ids
         for item in row["items"]:
@@ -31,15 +33,15 @@ def test_movies_labels_from_threads(reddit_project) -> None:
 
 
 def test_unmatched_and_ambiguous_mentions_are_kept_with_a_reason(reddit_project) -> None:
-    mentions = store(reddit_project, "reddit_movies").read("extract", "mentions")
-    groundings = store(reddit_project, "reddit_movies").read("ground", "groundings")
+    mentions = run_folder(reddit_project, "reddit_movies").read("extract", "mentions")
+    groundings = run_folder(reddit_project, "reddit_movies").read("ground", "groundings")
     assert groundings.height == mentions.height
     kept = groundings.filter(pl.col("status").is_in(["ambiguous", "unmatched"]))
     assert kept.height > 0 and kept["reason"].null_count() == 0
 
 
 def test_music_artists_albums_and_open_songs(reddit_project) -> None:
-    run = store(reddit_project, "reddit_music")
+    run = run_folder(reddit_project, "reddit_music")
     groundings = run.read("ground", "groundings").join(
         run.read("scrape", "mentions").select("mention_id", "kind"), on="mention_id"
     )

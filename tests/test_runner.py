@@ -11,7 +11,7 @@ import polars as pl
 
 from remark_data.config import load_pipeline_spec
 from remark_data.pipeline import PipelineRun
-from tests.conftest import REPO, store
+from tests.conftest import REPO, run_folder
 
 
 def _run(project, **kwargs):
@@ -35,12 +35,12 @@ def test_rerun_skips_force_reruns_and_config_change_reruns_downstream(project) -
 
 def test_manifest_records_hashes_rows_timings_and_version(project) -> None:
     _run(project)
-    manifest = store(project, "reddit_v2").manifest("scrape")
+    manifest = run_folder(project, "reddit_v2").manifest("scrape")
     assert manifest["tables"]["requests"] == 40 and manifest["tables"]["responses"] == 100
     assert manifest["inputs"]["sft-train-sample100.rows"]["sha256"].startswith("d3fb1d34")
     assert manifest["package_version"] and manifest["compute_seconds"] >= 0
     assert len(manifest["config_hash"]) == 64
-    labels_dir = store(project, "reddit_v2").stage_dir("aggregate")
+    labels_dir = run_folder(project, "reddit_v2").stage_dir("aggregate")
     assert json.loads((labels_dir / "manifest.json").read_text())["upstream"].keys() == {
         "scrape",
         "ground",
@@ -66,7 +66,7 @@ def test_changed_input_file_reruns(project, tmp_path) -> None:
     data["samples"] = data["samples"][:50]
     rows.write_text(json.dumps(data))
     assert _run(project)["scrape"] == "ran"
-    assert store(project, "reddit_v2").read("scrape", "responses").height == 50
+    assert run_folder(project, "reddit_v2").read("scrape", "responses").height == 50
 
 
 KILLER = """
@@ -74,7 +74,7 @@ import sys, time
 from pathlib import Path
 import remark_data.runner as runner
 marker, project_dir, mirror = sys.argv[1:4]
-original = runner.RunStore.commit
+original = runner.RunFolder.commit
 def slow_commit(self, *, stage, output, manifest):
     if stage == "aggregate":
         # Write part of the new version, announce it, then hang until killed.
@@ -85,7 +85,7 @@ def slow_commit(self, *, stage, output, manifest):
         Path(marker).write_text("writing")
         time.sleep(600)
     return original(self, stage=stage, output=output, manifest=manifest)
-runner.RunStore.commit = slow_commit
+runner.RunFolder.commit = slow_commit
 from remark_data.cli import main
 sys.argv = ["remark", "--project-dir", project_dir, "--mirror", mirror,
             "run", "reddit_v2", "--force"]
@@ -95,9 +95,9 @@ main()
 
 def test_sigkill_mid_stage_keeps_previous_outputs(project, tmp_path) -> None:
     _run(project)
-    run_store = store(project, "reddit_v2")
-    before = run_store.read("aggregate", "labels")
-    before_manifest = run_store.manifest("aggregate")
+    folder = run_folder(project, "reddit_v2")
+    before = folder.read("aggregate", "labels")
+    before_manifest = folder.manifest("aggregate")
     marker = tmp_path / "marker"
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLER, str(marker), str(project.root), str(project.mirror)],
@@ -111,18 +111,18 @@ def test_sigkill_mid_stage_keeps_previous_outputs(project, tmp_path) -> None:
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     # The visible stage is the previous complete version, untouched.
-    assert run_store.manifest("aggregate") == before_manifest
-    assert run_store.read("aggregate", "labels").equals(before)
-    assert sorted(p.name for p in run_store.stage_dir("aggregate").iterdir()) == [
+    assert folder.manifest("aggregate") == before_manifest
+    assert folder.read("aggregate", "labels").equals(before)
+    assert sorted(p.name for p in folder.stage_dir("aggregate").iterdir()) == [
         "labels.parquet",
         "manifest.json",
     ]
-    assert any(p.name.startswith("aggregate.tmp-") for p in run_store.versions.iterdir())
+    assert any(p.name.startswith("aggregate.tmp-") for p in folder.versions.iterdir())
     # The next run cleans the leftover and commits normally.
     assert _run(project, force=True)["aggregate"] == "ran"
-    assert not any(".tmp-" in p.name for p in run_store.versions.iterdir())
-    assert run_store.read("aggregate", "labels").height == 40
-    assert pl.read_parquet(run_store.table_path("aggregate", "labels")).height == 40
+    assert not any(".tmp-" in p.name for p in folder.versions.iterdir())
+    assert folder.read("aggregate", "labels").height == 40
+    assert pl.read_parquet(folder.table_path("aggregate", "labels")).height == 40
 
 
 def _copy_package(tmp_path):
@@ -165,7 +165,7 @@ def test_code_change_reruns_exactly_the_stages_it_affects(project, tmp_path) -> 
     code = _copy_package(tmp_path)
     assert set(_run_with(code, project).values()) == {"ran"}
     # A comment changes no behaviour: nothing re-runs.
-    stats_py = code / "remark_data" / "stats.py"
+    stats_py = code / "remark_data" / "stages" / "stats.py"
     stats_py.write_text(stats_py.read_text() + "\n# a comment only\n")
     assert set(_run_with(code, project).values()) == {"skipped"}
     # The statistics' code: only stats re-runs.
@@ -176,10 +176,10 @@ def test_code_change_reruns_exactly_the_stages_it_affects(project, tmp_path) -> 
         "aggregate": "skipped",
         "stats": "ran",
     }
-    # The matcher, imported by grounding (not by the rank_grpo reader's own code path):
-    # ground re-runs, and what reads its tables.
-    matching_py = code / "remark_data" / "ground.py"
-    matching_py.write_text(matching_py.read_text() + "\n_EDITED = True\n")
+    # The grounding code: ground re-runs, and the stages that read its tables.
+
+    grounding_py = code / "remark_data" / "stages" / "ground" / "grounding.py"
+    grounding_py.write_text(grounding_py.read_text() + "\n_EDITED = True\n")
     assert _run_with(code, project) == {
         "scrape": "skipped",
         "ground": "ran",
@@ -187,7 +187,7 @@ def test_code_change_reruns_exactly_the_stages_it_affects(project, tmp_path) -> 
         "stats": "ran",
     }
     # Another format's reader: nothing of reddit_v2 re-runs.
-    other = code / "remark_data" / "scrape" / "musicrs.py"
+    other = code / "remark_data" / "stages" / "scrape" / "musicrs.py"
     other.write_text(other.read_text() + "\n_EDITED = True\n")
     assert set(_run_with(code, project).values()) == {"skipped"}
 
@@ -201,8 +201,8 @@ def test_empty_stage_list_runs_nothing(project) -> None:
 def test_a_second_run_fails_with_one_line_naming_the_holder(project) -> None:
     from tests.test_cli import remark
 
-    run_store = store(project, "reddit_v2")
-    with run_store.lock():
+    folder = run_folder(project, "reddit_v2")
+    with folder.lock():
         blocked = remark(project, "run", "reddit_v2")
     assert blocked.returncode == 2
     assert blocked.stderr.startswith("error: reddit_v2: another run holds")
@@ -238,26 +238,26 @@ def test_concurrent_forced_runs_never_break_the_store(project) -> None:
             _, err = proc.communicate(timeout=300)
             assert "Traceback" not in err
             assert proc.returncode == 0 or err.startswith("error: reddit_v2: another run holds")
-        run_store = store(project, "reddit_v2")
+        folder = run_folder(project, "reddit_v2")
         for stage in ("scrape", "ground", "aggregate", "stats"):
-            assert run_store.stage_dir(stage).resolve().is_dir(), stage
-        assert run_store.read("aggregate", "labels").height == 40
+            assert folder.stage_dir(stage).resolve().is_dir(), stage
+        assert folder.read("aggregate", "labels").height == 40
     assert remark(project, "db").returncode == 0
 
 
 def test_leftovers_are_removed_when_any_run_starts(project) -> None:
     _run(project)
-    run_store = store(project, "reddit_v2")
-    (run_store.versions / "aggregate.tmp-123-dead").mkdir()
-    (run_store.versions / "stats-0123456789abcdef-orphan").mkdir()
-    (run_store.root / ".ground.tmp-deadbeef").symlink_to("nowhere")
+    folder = run_folder(project, "reddit_v2")
+    (folder.versions / "aggregate.tmp-123-dead").mkdir()
+    (folder.versions / "stats-0123456789abcdef-orphan").mkdir()
+    (folder.root / ".ground.tmp-deadbeef").symlink_to("nowhere")
     spec = load_pipeline_spec(project.pipeline_path("reddit_v2"))
     PipelineRun(spec=spec, project=project).run(stages=("scrape",))
-    names = {p.name for p in run_store.versions.iterdir()}
+    names = {p.name for p in folder.versions.iterdir()}
     assert "aggregate.tmp-123-dead" not in names and "stats-0123456789abcdef-orphan" not in names
-    assert not (run_store.root / ".ground.tmp-deadbeef").is_symlink()
+    assert not (folder.root / ".ground.tmp-deadbeef").is_symlink()
     assert len(names) == 4  # one version per stage, each still linked
-    assert run_store.read("aggregate", "labels").height == 40
+    assert folder.read("aggregate", "labels").height == 40
 
 
 def test_in_place_edit_with_size_and_mtime_kept_is_caught(project, tmp_path) -> None:

@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from remark_data.matching import TitleMatcher, normalize_title
 from remark_data.rewards.core import RequestLabels, RewardKind, Shape, rank_rewards
 from remark_data.rewards.parse import parse_list
+from remark_data.stages.ground.matching import TitleMatcher, normalize_title
 
 Row = Mapping[str, Any]
 

@@ -7,8 +7,8 @@ import pytest
 
 from remark_data.adapters.export import export_labels
 from remark_data.adapters.trl import make_rank_reward_func, make_reward_func, to_trl_dataset
-from remark_data.matching import normalize_title
-from tests.conftest import store
+from remark_data.stages.ground.matching import normalize_title
+from tests.conftest import run_folder
 
 trl = pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
@@ -48,7 +48,7 @@ def test_grpo_trainer_calls_our_reward_with_label_columns(
     built_project, tmp_path, monkeypatch
 ) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    labels = store(built_project, "reddit_v2").read("aggregate", "labels")
+    labels = run_folder(built_project, "reddit_v2").read("aggregate", "labels")
     out = tmp_path / "trl"
     export_labels(labels, trainer="trl", out=out)
     import datasets
@@ -121,7 +121,7 @@ def test_reward_functions_on_real_completions(built_project) -> None:
 
     from tests.conftest import CORPUS
 
-    labels = store(built_project, "reddit_v2").read("aggregate", "labels")
+    labels = run_folder(built_project, "reddit_v2").read("aggregate", "labels")
     dataset = to_trl_dataset(labels)
     by_prompt = {row["prompt"][0]["content"]: row for row in dataset}
     samples = json.loads((CORPUS / "rank_grpo/reddit_v2_sft_train_sample100.json").read_text())[
@@ -149,7 +149,7 @@ def _real_rows_and_completions(project):
 
     from tests.conftest import CORPUS
 
-    dataset = to_trl_dataset(store(project, "reddit_v2").read("aggregate", "labels"))
+    dataset = to_trl_dataset(run_folder(project, "reddit_v2").read("aggregate", "labels"))
     by_prompt = {row["prompt"][0]["content"]: row for row in dataset}
     samples = json.loads((CORPUS / "rank_grpo/reddit_v2_sft_train_sample100.json").read_text())[
         "samples"

@@ -10,13 +10,13 @@ import pytest
 from remark_data.adapters.export import export_labels
 from remark_data.adapters.trl import make_reward_func, to_trl_dataset
 from remark_data.errors import RemarkError
-from remark_data.matching import normalize_title
-from tests.conftest import REPO, store
+from remark_data.stages.ground.matching import normalize_title
+from tests.conftest import REPO, run_folder
 
 
 @pytest.fixture(scope="module")
 def labels(built_project):
-    return store(built_project, "reddit_v2").read("aggregate", "labels")
+    return run_folder(built_project, "reddit_v2").read("aggregate", "labels")
 
 
 def _completion(row: dict) -> str:

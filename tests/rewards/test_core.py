@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from remark_data.diagnose import RequestGroup, advantages, reward_tensors
+from remark_data.diagnose.variance import RequestGroup, advantages, reward_tensors
 from remark_data.rewards import (
     ListScorer,
     RequestLabels,
@@ -19,7 +19,7 @@ from remark_data.rewards import (
     recall_at_k,
     responder_metric,
 )
-from remark_data.stats import binary_reward_std, prop2_bound
+from remark_data.stages.stats import binary_reward_std, prop2_bound
 
 # Three responders: S_0 = {a, b}, S_1 = {a}, S_2 = {c}; seen = {s}.
 LABELS = RequestLabels.from_sets([{"a", "b"}, {"a"}, {"c"}], seen={"s"})

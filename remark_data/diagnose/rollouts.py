@@ -1,0 +1,322 @@
+"""Where a policy's G lists per request come from, for `remark diagnose`.
+
+- a rollouts JSONL: one line per request, ``{"request_id": ..., "completions": ["<list>", ...]}``
+  (validated line by line);
+- an OpenAI-compatible endpoint sampled G times per request;
+- a popularity sampler (items drawn by how often responders named them in the split).
+
+Raw completions are grounded with the same `ListScorer` the trainer adapters use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from remark_data.diagnose.variance import RequestGroup
+from remark_data.errors import RemarkError
+from remark_data.rewards import ListScorer, RequestLabels, dataset_metrics, parse_list
+from remark_data.stages.extract.llm import api_key_from_env
+
+SAMPLED_RANKS = 10
+"""K of the popularity sampler's lists when none is given (lists from a rollouts file or an
+endpoint have their own length: K defaults to the longest of them)."""
+
+
+@dataclass(kw_only=True)
+class Rollouts:
+    """Raw completions per request id, and where they came from (for messages)."""
+
+    completions: dict[str, list[str]]
+    source: str = "rollouts"
+
+
+class RolloutLine(BaseModel):
+    """One line of a rollouts JSONL. Strict: a string where the list of completions belongs
+    would otherwise read as one one-character completion per letter."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    request_id: str
+    completions: list[str]
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
+
+
+def read_rollouts(path: Path) -> Rollouts:
+    """Read a rollouts JSONL (blank lines skipped); a bad line is a RemarkError naming it."""
+    if not path.is_file():
+        raise RemarkError(f"{path}: rollouts file not found")
+    completions: dict[str, list[str]] = {}
+    with path.open() as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = RolloutLine.model_validate_json(line)
+            except ValidationError as exc:
+                raise RemarkError(
+                    f"{path}:{number}: {_first_error(exc)} "
+                    '(expected {"request_id": "...", "completions": ["<list>", ...]})'
+                ) from exc
+            completions.setdefault(record.request_id, []).extend(record.completions)
+    return Rollouts(completions=completions, source=str(path))
+
+
+def protoqa_prediction_rollouts(human: Path, gpt2: Path) -> Rollouts:
+    """ProtoQA's released ranked answer lists as G = 2 real policy lists per question
+    (human answers, fine-tuned GPT-2)."""
+    lists: dict[str, list[str]] = {}
+    for line in human.read_text().splitlines():
+        for qid, answers in json.loads(line).items():
+            lists.setdefault(qid, []).append("\n".join(a or "-" for a in answers))
+    for qid, answers in json.loads(gpt2.read_text()).items():
+        lists.setdefault(qid, []).append("\n".join(a or "-" for a in answers))
+    return Rollouts(completions=lists, source="ProtoQA's released predictions")
+
+
+def label_rows(labels: pl.DataFrame, catalog: pl.DataFrame) -> list[dict[str, Any]]:
+    """Label rows whose items carry their catalog aliases (ProtoQA answer strings)."""
+    aliases = catalog.select("item_id", "aliases").unique("item_id")
+    exploded = (
+        labels.select("request_id", "items")
+        .explode("items")
+        .unnest("items")
+        .drop_nulls("item_id")
+        .join(aliases, on="item_id", how="left")
+    )
+    items: dict[str, list[dict[str, Any]]] = {}
+    for row in exploded.iter_rows(named=True):
+        items.setdefault(row.pop("request_id"), []).append(row)
+    rows = []
+    for row in labels.iter_rows(named=True):
+        rows.append({**row, "items": items.get(row["request_id"], [])})
+    return rows
+
+
+def groups_from_completions(
+    rows: Sequence[Mapping[str, Any]],
+    completions: Mapping[str, Sequence[str]],
+    *,
+    ranks: int | None = None,
+) -> list[RequestGroup]:
+    """Grounded groups for the rows that have completions; lists cut to `ranks` (None: whole)."""
+    scorer = ListScorer(max_ranks=ranks)
+    by_id = {row["request_id"]: row for row in rows}
+    groups = []
+    for request_id, texts in completions.items():
+        row = by_id.get(request_id)
+        if row is None:
+            continue
+        lists = [scorer.ground(text, row) for text in texts]
+        groups.append(RequestGroup(request_id, RequestLabels.from_row(row), lists))
+    return groups
+
+
+def popularity_groups(
+    rows: Sequence[Mapping[str, Any]], *, group_size: int, ranks: int, seed: int = 0
+) -> list[RequestGroup]:
+    """G lists per request of K distinct items drawn with probability ∝ the item's total
+    count c_i over the rows (a policy that knows popularity and nothing about the request)."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        for item in row["items"]:
+            counts[item["item_id"]] = counts.get(item["item_id"], 0) + item["count"]
+    if len(counts) < ranks:
+        raise RemarkError(
+            f"popularity sampler needs at least {ranks} distinct items, found {len(counts)}"
+        )
+    ids = np.array(list(counts))
+    weights = np.array(list(counts.values()), dtype=float)
+    weights /= weights.sum()
+    rng = np.random.default_rng(seed)
+    return [
+        RequestGroup(
+            row["request_id"],
+            RequestLabels.from_row(row),
+            [
+                list(rng.choice(ids, size=ranks, replace=False, p=weights))
+                for _ in range(group_size)
+            ],
+        )
+        for row in rows
+    ]
+
+
+async def _sample_endpoint(
+    prompts: Mapping[str, str],
+    *,
+    base_url: str,
+    model: str,
+    group_size: int,
+    temperature: float,
+    concurrency: int,
+    timeout: float,
+) -> dict[str, list[str]]:
+    import openai
+
+    client = openai.AsyncOpenAI(
+        base_url=base_url,
+        api_key=api_key_from_env(),  # the rule LLM extraction follows
+        timeout=timeout,
+        max_retries=3,
+    )
+    limit = asyncio.Semaphore(concurrency)
+
+    async def one(prompt: str) -> str:
+        async with limit:
+            response = await client.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": prompt}], temperature=temperature
+            )
+            return response.choices[0].message.content or ""
+
+    try:
+        # A TaskGroup cancels the outstanding requests as soon as one fails for good.
+        async with asyncio.TaskGroup() as group:
+            tasks = {
+                request_id: [group.create_task(one(prompt)) for _ in range(group_size)]
+                for request_id, prompt in prompts.items()
+            }
+    except* openai.APIConnectionError as errors:
+        raise RemarkError(f"endpoint {base_url} unreachable ({errors.exceptions[0]})") from errors
+    except* openai.APIStatusError as errors:
+        first = errors.exceptions[0]
+        assert isinstance(first, openai.APIStatusError)
+        raise RemarkError(
+            f"endpoint {base_url} answered {first.status_code}: {first.message}"
+        ) from errors
+    finally:
+        await client.close()
+    return {request_id: [t.result() for t in pending] for request_id, pending in tasks.items()}
+
+
+def sample_endpoint(
+    prompts: Mapping[str, str],
+    *,
+    base_url: str,
+    model: str,
+    group_size: int,
+    temperature: float = 1.0,
+    concurrency: int = 4,
+    timeout: float = 60.0,
+) -> Rollouts:
+    """G completions per prompt from an OpenAI-compatible chat endpoint (`api_key_from_env`)."""
+    completions = asyncio.run(
+        _sample_endpoint(
+            prompts,
+            base_url=base_url,
+            model=model,
+            group_size=group_size,
+            temperature=temperature,
+            concurrency=concurrency,
+            timeout=timeout,
+        )
+    )
+    return Rollouts(completions=completions, source=base_url)
+
+
+def list_ranks(completions: Mapping[str, Sequence[str]]) -> int:
+    """The longest parsed list among `completions` (every non-blank line is a rank)."""
+    return max((len(parse_list(t)) for texts in completions.values() for t in texts), default=0)
+
+
+def _ranks_for(
+    rollouts: Rollouts | None, known: set[str], ranks: int | None
+) -> tuple[int, dict[str, list[str]] | None]:
+    """K, and the completions of known requests. Ranks past every list would all count as
+    no-signal cells, so K defaults to the lists' own length and may not exceed it."""
+    if ranks is not None and (isinstance(ranks, bool) or ranks < 1):
+        raise RemarkError(f"K must be a positive number of ranks, got {ranks}")
+    if rollouts is None:
+        return (SAMPLED_RANKS if ranks is None else ranks), None
+    matched = {r: texts for r, texts in rollouts.completions.items() if r in known}
+    if not matched:
+        example = next(iter(rollouts.completions), None)
+        raise RemarkError(
+            f"none of the {len(rollouts.completions)} request ids in {rollouts.source} is a "
+            f"request of these labels (first: {example!r}); were the lists made for this "
+            "pipeline and split?"
+        )
+    longest = list_ranks(matched)
+    if longest == 0:
+        raise RemarkError(f"{rollouts.source}: every completion of a known request is empty")
+    if ranks is not None and ranks > longest:
+        raise RemarkError(
+            f"K = {ranks} ranks asked, but the longest list in {rollouts.source} has {longest} "
+            f"ranks; leave K unset to use {longest}"
+        )
+    return (longest if ranks is None else ranks), matched
+
+
+def diagnose_labels(
+    labels: pl.DataFrame,
+    catalog: pl.DataFrame,
+    *,
+    policy: str,
+    ranks: int | None = None,
+    group_size: int = 8,
+    seed: int = 0,
+    rollouts: Rollouts | None = None,
+) -> pl.DataFrame:
+    """Diagnostics per (dataset, split) for lists from `rollouts` or the popularity sampler.
+
+    `ranks` (K) defaults to the longest list of the rollouts that match the labels, and to
+    `SAMPLED_RANKS` for the popularity sampler; a K longer than every list is a RemarkError.
+    """
+    from remark_data.diagnose.variance import diagnose
+
+    known = set(labels["request_id"])
+    k, matched = _ranks_for(rollouts, known, ranks)
+    unknown = 0 if rollouts is None else len(rollouts.completions) - len(matched or {})
+    results = []
+    for (dataset, split), part in labels.partition_by(
+        ["dataset", "split"], as_dict=True, maintain_order=True
+    ).items():
+        rows = label_rows(part, catalog)
+        if matched is None:
+            groups = popularity_groups(rows, group_size=group_size, ranks=k, seed=seed)
+        else:
+            groups = groups_from_completions(rows, matched, ranks=k)
+        if not groups:
+            continue
+        report = diagnose(groups, ranks=k)
+        metrics = dataset_metrics(((items, g.labels) for g in groups for items in g.lists), k)
+        results.append(
+            {"dataset": dataset, "split": split, "policy": policy, **report.as_dict(), **metrics,
+             "unknown_request_ids": unknown}
+        )  # fmt: skip
+    if not results:
+        raise RemarkError(f"no request of the labels has lists from policy {policy!r}")
+    return pl.DataFrame(results)
+
+
+def save_diagnostics(runs_dir: Path, pipeline: str, report: pl.DataFrame) -> Path:
+    """Keep a diagnose report as ``data/runs/<pipeline>/diagnostics/<policy>.parquet`` (atomic)."""
+    import re
+
+    directory = runs_dir / pipeline / "diagnostics"
+    directory.mkdir(parents=True, exist_ok=True)
+    policy = str(report["policy"][0])
+    path = directory / (re.sub(r"[^A-Za-z0-9_.+-]+", "_", policy) + ".parquet")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    report.write_parquet(tmp)
+    tmp.replace(path)
+    return path
+
+
+def read_diagnostics(runs_dir: Path) -> pl.DataFrame | None:
+    paths = sorted(runs_dir.glob("*/diagnostics/*.parquet"))
+    return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed") if paths else None

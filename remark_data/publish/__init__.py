@@ -1,0 +1,1 @@
+"""Publishing the labels to the Hugging Face Hub."""

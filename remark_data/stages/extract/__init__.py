@@ -1,0 +1,1 @@
+"""Stage 2: mentions of titles in response text: a catalog gazetteer, an LLM, or both."""

@@ -1,0 +1,1 @@
+"""Stage 3: mentions to catalog items: catalogs, title matching (pure), grounding."""

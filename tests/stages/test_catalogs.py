@@ -1,0 +1,61 @@
+import polars as pl
+
+from remark_data.stages.ground.catalogs import (
+    load_goodbooks_catalog,
+    load_movie_catalog,
+    load_music_catalog,
+)
+from tests.conftest import CORPUS
+
+C = CORPUS / "catalogs"
+MOVIE_FILES = {
+    "movielens_movies": C / "movies/ml-latest-small/movies.csv",
+    "movielens_links": C / "movies/ml-latest-small/links.csv",
+    "rank_grpo": C / "movies/rank_grpo/gt_catalog.pkl",
+    "reddit_movie_v1": C / "movies/reddit_movie_v1/entity2id.json",
+}
+
+
+def test_movie_catalogs_merge_by_imdb_id_then_title_and_year() -> None:
+    catalog = load_movie_catalog(MOVIE_FILES, dataset="d")
+    assert catalog["item_id"].is_unique().all()
+    by_id = {r["item_id"]: r for r in catalog.iter_rows(named=True)}
+    # MovieLens "American President, The (1995)" and v1's "The American President (1995)": one item.
+    assert by_id["imdb:tt0112346"]["title"] == "The American President"
+    # MovieLens alternative titles become aliases.
+    assert "La Cité des enfants perdus" in by_id["imdb:tt0112682"]["aliases"]
+    # Rank-GRPO's (title, year) without IMDb id joins the IMDb group of the same title and year.
+    assert not catalog.filter(pl.col("item_id") == "mv:dave-made-a-maze:2017").height
+    imdb_ids = set(
+        pl.read_csv(MOVIE_FILES["movielens_links"], schema_overrides={"imdbId": pl.String})[
+            "imdbId"
+        ]
+    )
+    assert catalog.filter(pl.col("item_id").str.starts_with("imdb:")).height >= len(imdb_ids)
+    assert (
+        load_movie_catalog(MOVIE_FILES, dataset="d")["item_id"].to_list()
+        == catalog["item_id"].to_list()
+    )
+
+
+def test_goodbooks_titles_authors_years() -> None:
+    books = load_goodbooks_catalog(C / "books/goodbooks-10k/books.csv", dataset="d")
+    assert books.height == 10_000
+    hp = books.filter(pl.col("item_id") == "gb:3").row(0, named=True)
+    assert hp["title"] == "Harry Potter and the Sorcerer's Stone" and hp["year"] == 1997
+    assert "Harry Potter and the Philosopher's Stone" in hp["aliases"]
+    assert hp["creator"].startswith("J.K. Rowling")
+
+
+def test_music_catalog_decodes_mac_roman() -> None:
+    music = load_music_catalog(
+        {
+            "artists": C / "music/hetrec2011-lastfm-2k/artists.dat",
+            "albums": C / "music/rolling_stone_500/albumlist.csv",
+        },
+        dataset="d",
+    )
+    albums = music.filter(pl.col("kind") == "album")
+    assert albums.height == 500 and music.filter(pl.col("kind") == "artist").height == 17632
+    # Decoded as Mac-Roman: "Honky Château" (byte 0x89), not mojibake.
+    assert albums.filter(pl.col("title") == "Honky Château")["creator"].to_list() == ["Elton John"]

@@ -1,0 +1,97 @@
+import pytest
+
+from remark_data.stages.extract.gazetteer import Gazetteer
+
+CATALOG = [
+    ("heat", "Heat"),
+    ("it", "It"),
+    ("up", "Up"),
+    ("her", "Her"),
+    ("us", "Us"),
+    ("thing", "The Thing"),
+    ("arrival", "Arrival"),
+    ("lotr", "The Lord of the Rings: The Return of the King"),
+    ("lotr1", "The Lord of the Rings"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("it was up to her, honestly", []),  # common words in prose
+        ("It was great. Heat is good too", []),  # capitalised only because a sentence starts
+        ('Have you seen "Heat"? Or Up (2009)?', ["heat", "up"]),  # quotes, year
+        ("Some picks:\nHer\n- Us\n3. It", ["her", "us", "it"]),  # list context
+        ("I really liked The Thing and Arrival", ["thing", "arrival"]),  # capitalised mid-sentence
+        ("the lord of the rings: the return of the king!", ["lotr"]),  # longest match wins
+    ],
+)
+def test_gazetteer_guards_common_words(text, expected) -> None:
+    assert [f.item_id for f in Gazetteer(CATALOG).find(text)] == expected
+
+
+def test_gazetteer_reports_years_and_surfaces() -> None:
+    found = Gazetteer(CATALOG).find("Watch Arrival (2016), then Heat [1995]")
+    assert [(f.item_id, f.surface, f.year) for f in found] == [
+        ("arrival", "Arrival", 2016),
+        ("heat", "Heat", 1995),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Some picks:\nHer\nUs\nHeat", ["her", "us", "heat"]),  # a capital on the next line
+        ("She loved Her Majesty", []),  # a capital on the same line: part of a longer title
+        ('*"Up"* and **"Her"**', ["up", "her"]),  # quotes inside emphasis
+        ("a novel written by Heat", []),  # after "by": an author
+        ("  12) Her\n1234. Us\n", ["her"]),  # a list marker has at most three digits
+    ],
+)
+def test_gazetteer_reads_evidence_around_a_match(text, expected) -> None:
+    assert [f.item_id for f in Gazetteer(CATALOG).find(text)] == expected
+
+
+def test_gazetteer_reports_creators() -> None:
+    found = Gazetteer(CATALOG).find("Heat (1995) by Michael Mann")
+    assert [(f.item_id, f.year, f.creator) for f in found] == [("heat", 1995, "Michael Mann")]
+
+
+class _CountingText(str):
+    """A text that tallies the characters copied out of it by slicing."""
+
+    copied: int
+
+    def __getitem__(self, key):  # type: ignore[override]
+        piece = super().__getitem__(key)
+        self.copied += len(piece)
+        return piece
+
+
+def test_gazetteer_work_is_linear_in_text_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 9: each candidate sliced the whole text before it (and searched it), so a 5 MB comment
+    never finished. Work per character, counted without a clock, must not grow with the text."""
+    checks = 0
+    has_evidence = Gazetteer._has_evidence
+
+    def counted(*args):
+        nonlocal checks
+        checks += 1
+        return has_evidence(*args)
+
+    monkeypatch.setattr(Gazetteer, "_has_evidence", staticmethod(counted))
+    gazetteer = Gazetteer(CATALOG)
+    snippet = (
+        'It was up to her. I liked Heat and Arrival!\nPicks:\nHer\n- Us\n3. It\n"Up" (2009)\n\n'
+    )
+    per_char = {}
+    for size in (10_000, 160_000):
+        text = _CountingText((snippet * (size // len(snippet) + 1))[:size])
+        text.copied = 0
+        checks = 0
+        found = gazetteer.find(text)
+        assert len(found) > size // len(snippet) * 5  # the evidence checks really ran
+        per_char[size] = (text.copied / size, checks / size)
+    (copied_small, checks_small), (copied_large, checks_large) = per_char.values()
+    assert checks_large <= 1.1 * checks_small
+    assert copied_large <= 1.5 * copied_small  # the quadratic version: ~16x
