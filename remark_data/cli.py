@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from remark_data.config import Project, load_pipeline_spec
+from remark_data.config import Project
 from remark_data.errors import RemarkError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -88,25 +88,37 @@ def run(
     ] = False,
 ) -> None:
     """Run pipelines: scrape → [extract] → ground → aggregate → stats."""
-    from remark_data.pipeline import PipelineRun
-    from remark_data.runner import StageResult
+    from remark_data.pipeline import Event, run_pipelines
+    from remark_data.runner import Progress
 
-    def report(result: StageResult) -> None:
-        manifest = result.manifest
-        rows = ", ".join(f"{t}={n:,}" for t, n in manifest.get("tables", {}).items())
-        if result.status == "skipped":
-            console.print(f"  [dim]{result.stage}: skipped (inputs and config unchanged)[/dim]")
-        else:
-            console.print(f"  {result.stage}: ran in {manifest['compute_seconds']:.2f}s ({rows})")
+    def render(event: Event) -> None:
+        if isinstance(event, Progress):
+            err_console.print(f"  {event.stage}: {event.message}", markup=False)
+            return
+        manifest = event.manifest
+        if event.status == "skipped":
+            console.print(f"  [dim]{event.stage}: skipped (inputs and config unchanged)[/dim]")
+            return
+        rows = ", ".join(f"{t}={n:,}" for t, n in manifest.tables.items())
+        console.print(f"  {event.stage}: ran in {manifest.compute_seconds:.2f}s ({rows})")
 
-    # Every spec is checked before anything runs: a typo in the last name costs nothing.
-    specs = [load_pipeline_spec(state.project.pipeline_path(name)) for name in pipelines]
-    for spec in specs:
-        console.print(f"[bold]{spec.name}[/bold]")
-        with console.status(f"running {spec.name}…"):
-            PipelineRun(
-                spec=spec, project=state.project, force=force, verify=verify, on_stage=report
-            ).run(stages=tuple(stage) if stage else None)
+    current = None
+
+    def announce(event: Event) -> None:  # a header as each pipeline's first event arrives
+        nonlocal current
+        if event.pipeline != current:
+            current = event.pipeline
+            console.print(f"[bold]{current}[/bold]")
+        render(event)
+
+    run_pipelines(
+        state.project,
+        pipelines,
+        stages=tuple(stage) if stage else None,
+        force=force,
+        verify=verify,
+        on_event=announce,
+    )
 
 
 @app.command()

@@ -15,6 +15,7 @@ import polars as pl
 
 from remark_data.config import Project
 from remark_data.errors import RemarkError
+from remark_data.pipeline import TABLE_STAGES
 from remark_data.runner import RunFolder
 
 
@@ -31,7 +32,7 @@ def refresh_database(project: Project) -> dict[str, int]:
     by_table: dict[str, list[tuple[str, list[Path]]]] = {}
     if project.runs_dir.is_dir():
         for run_dir in sorted(p for p in project.runs_dir.iterdir() if p.is_dir()):
-            for table, paths in RunFolder(run_dir).committed_tables().items():
+            for table, paths in RunFolder(run_dir).committed_tables(TABLE_STAGES).items():
                 by_table.setdefault(table, []).append((run_dir.name, paths))
     project.data_dir.mkdir(parents=True, exist_ok=True)
     tmp = project.database_path.with_name(f".{project.database_path.name}.tmp-{os.getpid()}")

@@ -36,10 +36,10 @@ def test_rerun_skips_force_reruns_and_config_change_reruns_downstream(project) -
 def test_manifest_records_hashes_rows_timings_and_version(project) -> None:
     _run(project)
     manifest = run_folder(project, "reddit_v2").manifest("scrape")
-    assert manifest["tables"]["requests"] == 40 and manifest["tables"]["responses"] == 100
-    assert manifest["inputs"]["sft-train-sample100.rows"]["sha256"].startswith("d3fb1d34")
-    assert manifest["package_version"] and manifest["compute_seconds"] >= 0
-    assert len(manifest["config_hash"]) == 64
+    assert manifest.tables["requests"] == 40 and manifest.tables["responses"] == 100
+    assert manifest.inputs["sft-train-sample100.rows"].sha256.startswith("d3fb1d34")
+    assert manifest.package_version and manifest.compute_seconds >= 0
+    assert len(manifest.config_hash) == 64
     labels_dir = run_folder(project, "reddit_v2").stage_dir("aggregate")
     assert json.loads((labels_dir / "manifest.json").read_text())["upstream"].keys() == {
         "scrape",

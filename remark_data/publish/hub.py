@@ -26,6 +26,7 @@ import polars as pl
 from remark_data import __version__
 from remark_data.config import Project
 from remark_data.errors import RemarkError
+from remark_data.pipeline import STAGE_NAMES
 from remark_data.runner import RunFolder
 
 #: Marks a folder `build_repo_folder` made, the only kind it will replace. Not uploaded.
@@ -212,17 +213,12 @@ def _sources(project: Project, pipelines: list[str]) -> list[dict[str, str]]:
     seen: dict[str, dict[str, str]] = {}
     for pipeline in pipelines:
         store = RunFolder(project.runs_dir / pipeline)
-        for stage in ("scrape", "extract", "ground"):
-            manifest = store.manifest(stage) or {}
-            for role, value in manifest.get("inputs", {}).items():
-                name, license_ = by_sha.get(
-                    value["sha256"], (f"{pipeline}:{role}", "see the source")
-                )
-                seen[value["sha256"]] = {
-                    "name": name,
-                    "sha256": value["sha256"],
-                    "license": license_,
-                }
+        for stage in STAGE_NAMES:
+            manifest = store.manifest(stage)
+            inputs = {} if manifest is None else manifest.inputs
+            for role, value in inputs.items():
+                name, license_ = by_sha.get(value.sha256, (f"{pipeline}:{role}", "see the source"))
+                seen[value.sha256] = {"name": name, "sha256": value.sha256, "license": license_}
     return sorted(seen.values(), key=lambda s: s["name"])
 
 
@@ -264,7 +260,8 @@ def build_repo_folder(
                 raise RemarkError(
                     f"{pipeline}: no labels yet; run `remark run {pipeline}` first"
                 ) from exc
-            ground = (store.manifest("ground") or {}).get("config", {}).get("ground", {})
+            manifest = store.manifest("ground")
+            ground = {} if manifest is None else manifest.config.get("ground", {})
             if "year_tolerance" in ground:
                 year_tolerance[pipeline] = int(ground["year_tolerance"])
             configs[pipeline] = {}

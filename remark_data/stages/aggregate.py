@@ -6,9 +6,16 @@ once); p̂_i = c_i / n_x; the union is {i : c_i ≥ 1}. Only `recommended` menti
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
+
+from remark_data.runner.stage import Stage, StageOutput
+
+if TYPE_CHECKING:
+    from remark_data.runner.context import StageContext
 
 MATCHED = ("exact", "normalized", "year_tolerance", "fuzzy")
 
@@ -127,3 +134,23 @@ def build_labels(
         "requests_with_empty_union": labels.filter(pl.col("union_item_ids").list.len() == 0).height,
     }
     return labels, counters
+
+
+def aggregate(context: StageContext) -> StageOutput:
+    labels, counters = build_labels(
+        requests=context.read("requests"),
+        responses=context.read("responses"),
+        groundings=context.read("groundings"),
+        catalog=context.read("catalog"),
+    )
+    return StageOutput(tables={"labels": labels}, counters=dict(counters))
+
+
+STAGE = Stage(
+    name="aggregate",
+    reads=("requests", "responses", "groundings", "catalog"),
+    writes=("labels",),
+    sections=(),
+    compute=aggregate,
+    modules=lambda spec: (__name__,),
+)

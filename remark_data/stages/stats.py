@@ -1,13 +1,20 @@
 """Stage 5, stats: how much responder noise a labelled dataset carries (DESIGN.md definitions).
 
-Pure functions over the `labels` frame; no I/O.
+Pure functions over the `labels` frame, no I/O; `STAGE` at the end binds them to a run.
 """
 
 from __future__ import annotations
 
+import json
 import math
+from typing import TYPE_CHECKING
 
 import polars as pl
+
+from remark_data.runner.stage import Stage, StageOutput
+
+if TYPE_CHECKING:
+    from remark_data.runner.context import StageContext
 
 ALL_SPLITS = "all"
 
@@ -88,3 +95,21 @@ def label_stats(labels: pl.DataFrame, *, group_size: int = 8) -> pl.DataFrame:
     if labels["split"].n_unique() > 1:
         frames.append(_split_stats(pooled, group_size))
     return pl.concat(frames, how="vertical_relaxed").sort("dataset", "split")
+
+
+def stats(context: StageContext) -> StageOutput:
+    table = label_stats(context.read("labels"), group_size=context.spec.stats.group_size)
+    return StageOutput(
+        tables={"stats": table},
+        files={"stats.json": json.dumps(table.to_dicts(), indent=2) + "\n"},
+    )
+
+
+STAGE = Stage(
+    name="stats",
+    reads=("labels",),
+    writes=("stats",),
+    sections=("stats",),
+    compute=stats,
+    modules=lambda spec: (__name__,),
+)

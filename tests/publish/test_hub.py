@@ -136,7 +136,7 @@ def test_card_states_each_datasets_own_settings(built_project, tmp_path) -> None
     card = (out / "README.md").read_text()
     assert "G = 8" not in card and "github.com/)" not in card
     for pipeline in ("protoqa", "reddit_v2"):
-        ground = run_folder(built_project, pipeline).manifest("ground")["config"]["ground"]
+        ground = run_folder(built_project, pipeline).manifest("ground").config["ground"]
         assert f"{pipeline}: ±{ground['year_tolerance']}" in card
         group_size = run_folder(built_project, pipeline).read("stats", "stats")["group_size"][0]
         assert f"| {pipeline} | all |" in card or pipeline in card

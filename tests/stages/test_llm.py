@@ -265,7 +265,7 @@ methods = ["normalized", "fuzzy"]
 ''')
         spec = load_pipeline_spec(spec_path)
         first = {r.stage: r for r in PipelineRun(spec=spec, project=project).run()}
-        stats = first["extract"].manifest["counters"]
+        stats = first["extract"].manifest.counters
         assert (
             stats["transient_failures"] > 0 and stats["incomplete"] == stats["transient_failures"]
         )
@@ -274,7 +274,7 @@ methods = ["normalized", "fuzzy"]
         flaky["on"] = False
         second = {r.stage: r for r in PipelineRun(spec=spec, project=project).run()}
         assert second["extract"].status == "ran"  # incomplete last time: not skipped
-        assert second["extract"].manifest["counters"]["requests"] == stats["transient_failures"]
+        assert second["extract"].manifest.counters["requests"] == stats["transient_failures"]
         assert sum(server.requests.values()) == asked + stats["transient_failures"]
         third = {r.stage: r.status for r in PipelineRun(spec=spec, project=project).run()}
         assert third["extract"] == "skipped"

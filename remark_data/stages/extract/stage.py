@@ -1,0 +1,128 @@
+"""Stage 2, extract: mentions of catalog titles in response text (and, with `seen`, in the
+request: the titles the requester has already seen), by a gazetteer or an LLM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from remark_data.config import PipelineSpec
+from remark_data.errors import RemarkError
+from remark_data.runner.context import StageContext
+from remark_data.runner.stage import Stage, StageOutput
+from remark_data.schemas import conform
+from remark_data.stages.extract.gazetteer import Gazetteer, gazetteer_mentions
+from remark_data.stages.extract.llm import LLMSettings, extract_with_llm, llm_mentions
+
+
+def _texts(context: StageContext, *, seen: bool) -> pl.DataFrame:
+    """Responses (role `response`) and, with `seen`, request prompts (role `seen`)."""
+    columns = ("dataset", "request_id", "response_id", "responder_index", "text")
+    frames = [context.read("responses").select(*columns, role=pl.lit("response"))]
+    if seen:
+        frames.append(
+            context.read("requests").select(
+                "dataset",
+                "request_id",
+                pl.lit(None, dtype=pl.String).alias("response_id"),
+                pl.lit(None, dtype=pl.Int64).alias("responder_index"),
+                pl.col("prompt").alias("text"),
+                role=pl.lit("seen"),
+            )
+        )
+    return pl.concat(frames)
+
+
+def _with_gazetteer(context: StageContext) -> StageOutput:
+    spec = context.spec.extract
+    assert spec is not None
+    catalog = context.resources.catalog()
+    if catalog is None:
+        raise RemarkError(f"{context.spec.name}: the gazetteer extractor needs a catalog")
+    wanted = catalog.filter(pl.col("kind").is_in(spec.kinds))
+    names = wanted.select("item_id", pl.concat_list("title", "aliases").alias("name"))
+    gazetteer = Gazetteer(names.explode("name").drop_nulls().iter_rows())
+    kind = spec.kinds[0] if len(spec.kinds) == 1 else None
+    texts = _texts(context, seen=spec.seen)
+    frames = [
+        gazetteer_mentions(part.drop("role"), gazetteer, role=str(role), kind=kind)
+        for (role,), part in texts.partition_by("role", as_dict=True, maintain_order=True).items()
+    ]
+    mentions = pl.concat([conform(f, "mentions") for f in frames])
+    responses = texts.filter(pl.col("role") == "response").height
+    return StageOutput(
+        tables={"mentions": mentions},
+        counters={"responses_scanned": responses, "mentions": mentions.height},
+    )
+
+
+def _with_llm(context: StageContext) -> StageOutput:
+    spec = context.spec.extract
+    assert spec is not None and spec.llm is not None
+    settings = LLMSettings(
+        base_url=spec.llm.base_url,
+        model=spec.llm.model,
+        kind=spec.kinds[0],
+        prompt_version=spec.llm.prompt_version,
+        temperature=spec.llm.temperature,
+        seed=spec.llm.seed,
+        concurrency=spec.llm.concurrency,
+        timeout=spec.llm.timeout,
+        max_retries=spec.llm.max_retries,
+        batch_chars=spec.llm.batch_chars,
+        batch_size=spec.llm.batch_size,
+    )
+    texts = _texts(context, seen=spec.seen).filter(pl.col("text").str.strip_chars() != "")
+    summary = extract_with_llm(
+        dict(enumerate(texts["text"])),
+        settings,
+        cache_path=context.project.data_dir / "cache" / "llm" / "extractions.sqlite",
+    )
+    context.progress(summary.line())
+    mentions = llm_mentions(texts, summary, settings)
+    counters: dict[str, int | float] = {
+        "texts": summary.texts,
+        "unique_texts": summary.unique_texts,
+        "cache_hits": summary.cache_hits,
+        "requests": summary.requests,
+        "retries": summary.retries,
+        "ok": summary.ok,
+        "permanent_failures": summary.permanent,
+        "transient_failures": summary.transient,
+        "dropped_titles": summary.dropped_titles,
+        "prompt_tokens": summary.prompt_tokens,
+        "completion_tokens": summary.completion_tokens,
+        # A stage that left work undone runs again even if unchanged.
+        "incomplete": summary.transient,
+    }
+    return StageOutput(tables={"mentions": conform(mentions, "mentions")}, counters=counters)
+
+
+def extract(context: StageContext) -> StageOutput:
+    assert context.spec.extract is not None
+    if context.spec.extract.method == "llm":
+        return _with_llm(context)
+    return _with_gazetteer(context)
+
+
+def _modules(spec: PipelineSpec) -> tuple[str, ...]:
+    method = "gazetteer" if spec.extract is None else spec.extract.method
+    extractor = "gazetteer" if method == "gazetteer" else "llm"
+    return ("remark_data.stages.ground.catalogs", f"remark_data.stages.extract.{extractor}")
+
+
+def _catalog_inputs(context: StageContext) -> dict[str, Path]:
+    return {f"catalog.{role}": p for role, p in context.resources.catalog_files().items()}
+
+
+STAGE = Stage(
+    name="extract",
+    reads=("requests", "responses"),
+    writes=("mentions",),
+    sections=("catalog", "extract"),
+    compute=extract,
+    modules=_modules,
+    inputs=_catalog_inputs,
+    enabled=lambda spec: spec.extract is not None,
+)
