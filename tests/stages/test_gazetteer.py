@@ -1,6 +1,10 @@
+from pathlib import Path
+
+import polars as pl
 import pytest
 
 from remark_data.stages.extract.gazetteer import Gazetteer
+from tests.conftest import CORPUS
 
 CATALOG = [
     ("heat", "Heat"),
@@ -95,3 +99,79 @@ def test_gazetteer_work_is_linear_in_text_length(monkeypatch: pytest.MonkeyPatch
     (copied_small, checks_small), (copied_large, checks_large) = per_char.values()
     assert checks_large <= 1.1 * checks_small
     assert copied_large <= 1.5 * copied_small  # the quadratic version: ~16x
+
+
+# Real r/MovieSuggestions comments (read from the corpus by id, not copied here) that showed
+# each extraction rule (issue: label fidelity): titles that must be found, words that must not.
+COMMENTS = CORPUS / "reddit/dumps/moviesuggestions_2020-09/ndjson/MovieSuggestions_comments.ndjson"
+
+
+@pytest.fixture(scope="module")
+def movie_gazetteer():
+    import tempfile
+
+    from remark_data.config import load_pipeline_spec
+    from remark_data.sources import Fetcher
+    from remark_data.stages.ground.catalogs import load_catalog
+    from tests.conftest import make_project
+
+    with tempfile.TemporaryDirectory() as tmp:
+        project = make_project(Path(tmp) / "p")
+        spec = load_pipeline_spec(project.pipeline_path("reddit_movies"))
+        files = Fetcher(project).resolve(files=spec.catalog.files, paths=spec.catalog.paths)
+        catalog = load_catalog(spec.catalog.format, files, dataset="reddit_movies")
+    names = catalog.filter(pl.col("kind") == "movie").select(
+        "item_id", pl.concat_list("title", "aliases").alias("name")
+    )
+    return Gazetteer(names.explode("name").drop_nulls().iter_rows())
+
+
+@pytest.fixture(scope="module")
+def comment_texts():
+    import json
+
+    with COMMENTS.open() as handle:
+        return {row["id"]: row["body"] for row in map(json.loads, handle)}
+
+
+@pytest.mark.parametrize(
+    ("comment_id", "found", "not_found"),
+    [
+        # markdown links: the visible text is the title
+        ("g563bwg", {"Paprika", "Memories of Murder", "Cure", "Rashomon", "Akira"}, set()),
+        # a year glued to the title; "I am" is prose
+        ("g53k8od", {"Rope", "Harvey"}, {"I am"}),
+        # a comma list vouches for its one-word titles, glued or not
+        ("g5a9gm1", {"Psycho", "Casablanca", "Rebecca"}, set()),
+        ("g56mj7b", {"Brick", "Blood Simple"}, set()),
+        # part of a longer capitalised name, a credit in parentheses
+        ("g54raz1", set(), {"Cameron"}),
+        ("g5bub9r", set(), {"Queen", "Mars", "Gambler"}),
+        ("g5a4fu2", {"Psycho"}, {"Hitchcock"}),
+        ("g54rdg1", set(), {"Directors Cut"}),
+        # everyday phrases that happen to be titles
+        ("g58n8y3", set(), {"a true story"}),
+        ("g57otog", set(), {"normal people"}),
+        # "L.A." written "LA"; "and" separates two titles; a possessive credits a title
+        ("g54vc0t", {"LA confidential"}, set()),
+        ("g60ggij", {"Predestination", "Blade Runner 2049"}, set()),
+        ("g5a1erh", {"Rebecca"}, set()),
+    ],
+)
+def test_gazetteer_on_real_comments(
+    movie_gazetteer, comment_texts, comment_id, found, not_found
+) -> None:
+    surfaces = {f.surface for f in movie_gazetteer.find(comment_texts[comment_id])}
+    assert found <= surfaces, found - surfaces
+    assert not (not_found & surfaces), not_found & surfaces
+
+
+def test_mask_markup_keeps_offsets() -> None:
+    from remark_data.stages.extract.gazetteer import mask_markup
+
+    text = "See [The Handmaiden](https://letterboxd.com/film/the-handmaiden/) &amp; more"
+    masked = mask_markup(text)
+    assert len(masked) == len(text)
+    start = masked.index("The Handmaiden")
+    assert text[start : start + len("The Handmaiden")] == "The Handmaiden"
+    assert "https" not in masked and "&amp;" not in masked

@@ -26,7 +26,16 @@ import polars as pl
 from remark_data.schemas import MENTION_FIELDS, column_schema
 from remark_data.stages.ground.matching import normalize_title
 
-_TOKEN = re.compile(r"\S+")
+# Glued punctuation splits tokens ("Rope(1948),", "Brick,Blood Simple", "mitty...its"); a
+# single "." stays inside one ("Dr.", "L.A.").
+_TOKEN = re.compile(r"(?:[^\s,;()\[\]{}\"“”*!?/|.]|\.(?!\.))+")
+# Markup that hides titles from the tokens, masked with spaces of the same length so every
+# offset still points into the original text: a markdown link keeps its visible text
+# ("[The Handmaiden](https://…)"), a bare URL goes, an HTML entity becomes its character.
+_MD_LINK = re.compile(r"\[([^\]\n]{1,300})\]\((?:[^()\s]|\([^()\s]*\))*\)")
+_URL = re.compile(r"https?://\S+|www\.\S+")
+_ENTITY = re.compile(r"&(amp|gt|lt|quot|nbsp|#x200[bB]|#39);")
+_ENTITY_CHARS = {"amp": "&", "gt": ">", "lt": "<", "quot": '"', "nbsp": " ", "#39": "'"}
 # Evidence is read around a candidate with `pattern.match(text, pos)`, never on slices such as
 # `text[:start]`: a slice (and a `$`-anchored search over it) costs the whole text per candidate,
 # which made `find` quadratic. Checks on the text before a candidate match the reversed text at
@@ -49,6 +58,24 @@ _QUOTE_NEAR = re.compile(r"[ *_]*[\"'“”‘’]")
 _BY_BEFORE_REV = re.compile(r"\s*yb\b")
 _SENTENCE_START_REV = re.compile(r"\s*(?:[.!?]|\Z)")
 _LIST_LINE_REV = re.compile(r"[^\S\n]*+(?:[-*•]|[.)]\d{1,3})?[^\S\n]*(?:\n|\Z)")
+# A capitalised word, possibly after one or two small words, right before / after a candidate
+# on the same line: the candidate is part of a longer name ("Robin Williams", "Queen of Mars").
+_NAME_BEFORE_REV = re.compile(
+    r"[^\S\n]+(?:(?:fo|eht|a|ni|no|ta)[^\S\n]+){0,2}(?![s][\'’])[\w\'’.]*[A-Z]\b"
+)  # a possessive ("Hitchcock's Rebecca") credits the title, it is not part of a name
+_NAME_AFTER = re.compile(r"[^\S\n]+(?:(?:of|the|a|in|on|at)[^\S\n]+){1,2}[A-Z]")
+_OPEN_PAREN_REV = re.compile(r"[^\S\n]*\(")
+_HEADING_AFTER = re.compile(r"[^\S\n]*:[^\S\n]*(?:\n|\Z)")
+_SINGLE_LETTERS = re.compile(r"\b\w(?: \w\b)+")
+_LIST_GAP = re.compile(
+    r"(?:[\s,;&/|*_\"'“”‘’.\-–—•>+]|\d{1,3}[.)](?=\s)|[\(\[]\s*\d{4}\s*[\)\]]|\band\b|\bor\b)*"
+)
+_LIST_SEPARATOR = re.compile(r"[,;&/|\n•+]|\band\b|\bor\b")
+_FUNCTION_WORDS = frozenset(
+    """a an the i me my we us our you your he him his she her it its they them their this that
+    up down in out on off over so no not yes go do be is am are was one all more really too
+    just very here there then now what who how why when where""".split()  # noqa: SIM905
+)
 _QUOTES = "\"'“”‘’*_"
 _ARTICLES = {"the", "a", "an"}
 MAX_TOKENS = 12
@@ -67,6 +94,27 @@ COMMON_WORDS = frozenset(
     time to too true trust two under up us very war was water way we well what when where
     which while white who why will with without woman women work world year yes yesterday
     you young your""".split()  # noqa: SIM905
+) | frozenset(
+    # Everyday English a comment uses in prose (not in any list above): with these, "a true
+    # story", "normal people", "thank you", "a long shot", "I am" need the same evidence.
+    """am are were been has does did done story stories people person normal thank thanks
+    please shot guy guys first second third mood english language amazon netflix hulu prime
+    disney hbo oscar oscars award awards remake reboot sequel season series episode post
+    amazing masterpiece perfect hell heaven directors director cut edition version original
+    kid dad mom son daughter brother sister friend school car road movie movies film films
+    show shows watch watched seen music song book part ending word words wife husband baby
+    party dream dreams lady king queen prince princess earth space moon star stars sea island
+    town country america american alone together forever tonight today tomorrow summer winter
+    christmas birthday wedding money power truth secret secrets ghost monster hero legend
+    tale journey mission killer kill die alive human animal dog cat beautiful wonderful funny
+    crazy wild strange weird sweet nice kind simple easy real whole full open lucky sad angry
+    brave quiet fast slow high low deep short rich poor broken missing hidden chosen behind
+    beyond between across around through anything someone nobody everybody somebody else
+    anywhere nowhere somewhere everywhere ever sometimes often maybe perhaps actually also
+    almost already yet much less few both each either same different another own worst worse
+    greatest top middle side front door window wall street fun problem question answer
+    reason idea plan type sort style level team club job business system control order law
+    act action scene genre comedy drama horror thriller romance true super""".split()  # noqa: SIM905
 )
 
 
@@ -79,6 +127,35 @@ class Found:
     creator: str | None = None
 
 
+def mask_markup(text: str) -> str:
+    """`text` with markdown links reduced to their visible text, URLs blanked and HTML entities
+    replaced by their character, every change padded with spaces so offsets stay valid.
+
+    >>> mask_markup("[Heat](https://x.y/heat) &amp; Up")
+    ' Heat                    &     Up'
+    """
+
+    def link(found: re.Match[str]) -> str:
+        return " " + found.group(1) + " " * (len(found.group()) - len(found.group(1)) - 1)
+
+    def entity(found: re.Match[str]) -> str:
+        char = _ENTITY_CHARS.get(found.group(1), " ")
+        return char + " " * (len(found.group()) - 1)
+
+    text = _MD_LINK.sub(link, text)
+    text = _URL.sub(lambda found: " " * len(found.group()), text)
+    return _ENTITY.sub(entity, text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    start: int
+    end: int
+    key: str
+    surface: str
+    verdict: bool | None  # True accepted, False refused, None: accepted only beside a title
+
+
 class Gazetteer:
     """Token-prefix index over catalog names."""
 
@@ -89,10 +166,12 @@ class Gazetteer:
             key = normalize_title(name)
             if not key or len(key.split()) > MAX_TOKENS:
                 continue
-            self.keys.setdefault(key, set()).add(item_id)
-            tokens = key.split()
-            for n in range(1, len(tokens) + 1):
-                self.prefixes.add(" ".join(tokens[:n]))
+            # "L.A. Confidential" is also written "LA Confidential".
+            for variant in {key, _SINGLE_LETTERS.sub(_join_letters, key)}:
+                self.keys.setdefault(variant, set()).add(item_id)
+                tokens = variant.split()
+                for n in range(1, len(tokens) + 1):
+                    self.prefixes.add(" ".join(tokens[:n]))
 
     @staticmethod
     def _needs_evidence(key: str) -> bool:
@@ -101,8 +180,22 @@ class Gazetteer:
         return len(tokens) == 1 or all(t in COMMON_WORDS for t in tokens)
 
     @staticmethod
-    def _has_evidence(text: str, rev: str, start: int, end: int, surface: str) -> bool:
-        """Quotes, a year or a list line; or capitalised words not at a sentence start.
+    def _refused(text: str, rev: str, start: int, end: int) -> bool:
+        """Context that says a common-word candidate is not a title here."""
+        back = len(text) - start
+        return bool(
+            _BY_BEFORE_REV.match(rev, back)  # "by Shirley Jackson": an author
+            or _CAPITAL_AFTER.match(text, end)  # "Lost Connections": part of a longer title
+            or _NAME_AFTER.match(text, end)  # "Queen of Mars"
+            or _name_before(rev, back)  # "Robin Williams", "Prince of Space"
+            or _OPEN_PAREN_REV.match(rev, back)  # "(Hitchcock)", "(Directors Cut)": a credit
+            or _HEADING_AFTER.match(text, end)  # "Like:" heads a list
+        )
+
+    @staticmethod
+    def _has_evidence(text: str, rev: str, start: int, end: int, surface: str) -> bool | None:
+        """Quotes, a year or a list line; or capitalised words not at a sentence start. None:
+        no evidence either way (a neighbouring title in a list may still vouch for it).
 
         `rev` is `text[::-1]`; `rev[back:]` is the text before the match, read backwards.
         """
@@ -111,59 +204,127 @@ class Gazetteer:
             return True
         if _YEAR_AFTER.match(text, end):
             return True
-        if _BY_BEFORE_REV.match(rev, back):  # "by Shirley Jackson": an author, not a title
+        if Gazetteer._refused(text, rev, start, end):
             return False
         if _BY_AFTER.match(text, end):
             return True
-        if _CAPITAL_AFTER.match(text, end):  # "Lost Connections": part of a longer title
-            return False
         if _LIST_LINE_REV.match(rev, back) and _NO_LETTER_TO_EOL.match(text, end):
             return True
         words = [w for w in re.findall(r"[^\W\d_]+", surface) if w.lower() not in _ARTICLES]
         capitalised = bool(words) and all(w[0].isupper() for w in words)
         sentence_start = _SENTENCE_START_REV.match(rev, back) is not None
-        return capitalised and surface[0].isupper() and not sentence_start
+        # "The Prestige technically fits": a capitalised article + title reads as a title even
+        # where a sentence starts; a bare capitalised word there does not.
+        titled = capitalised and surface.split()[0].lower() in _ARTICLES and len(words) >= 1
+        if capitalised and surface[0].isupper() and (titled or not sentence_start):
+            return True
+        return None
 
-    def find(self, text: str) -> list[Found]:
-        """Non-overlapping title matches, longest first, left to right."""
-        tokens = [(m.start(), m.end(), normalize_title(m.group())) for m in _TOKEN.finditer(text)]
-        found: list[Found] = []
-        rev = text[::-1]  # one copy per text, for the checks that read backwards
+    def _candidates(self, text: str, masked: str) -> list[_Candidate]:
+        """Longest matches left to right, each with its evidence verdict."""
+        tokens = [(m.start(), m.end(), normalize_title(m.group())) for m in _TOKEN.finditer(masked)]
+        rev = masked[::-1]  # one copy per text, for the checks that read backwards
+        found: list[_Candidate] = []
         i = 0
         while i < len(tokens):
-            best: tuple[int, str] | None = None
-            parts: list[str] = []
-            for j in range(i, min(i + MAX_TOKENS + 1, len(tokens))):
-                if tokens[j][2]:
-                    parts.append(tokens[j][2])
-                joined = " ".join(parts)
-                key = joined
-                if parts and parts[0] in _ARTICLES and len(parts) > 1:
-                    key = " ".join(parts[1:])
-                if key in self.keys and tokens[j][2]:  # never end a match on punctuation
-                    best = (j, key)
-                lone_article = len(parts) == 1 and parts[0] in _ARTICLES
-                if not lone_article and joined not in self.prefixes and key not in self.prefixes:
-                    break
+            best = self._longest(tokens, i)
             if best is None:
                 i += 1
                 continue
             j, key = best
-            span = text[tokens[i][0] : tokens[j][1]]
+            span = masked[tokens[i][0] : tokens[j][1]]
             surface = span.strip(_QUOTES + ",.;:!?()")
             start = tokens[i][0] + max(span.find(surface), 0)
             end = start + len(surface)
-            if self._needs_evidence(key) and not self._has_evidence(text, rev, start, end, surface):
-                i += 1
+            verdict: bool | None = True
+            if self._needs_evidence(key):
+                verdict = self._has_evidence(masked, rev, start, end, surface)
+            if verdict is False:
+                i += 1  # a shorter title may start inside the refused one
                 continue
-            year_match = _YEAR_AFTER.match(text, end)
-            by_match = _BY_AFTER.match(text, end)
-            year = int(year_match.group(1)) if year_match else None
-            creator = by_match.group("creator") if by_match else None
-            for item_id in sorted(self.keys[key]):
-                found.append(Found(item_id, surface, year, start, creator))
+            found.append(_Candidate(start, end, key, surface, verdict))
             i = j + 1
         return found
+
+    def _longest(self, tokens: list[tuple[int, int, str]], i: int) -> tuple[int, str] | None:
+        """(last token index, key) of the longest catalog key starting at token `i`."""
+        best: tuple[int, str] | None = None
+        parts: list[str] = []
+        for j in range(i, min(i + MAX_TOKENS + 1, len(tokens))):
+            if tokens[j][2]:
+                parts.append(tokens[j][2])
+            joined = " ".join(parts)
+            key = joined
+            if parts and parts[0] in _ARTICLES and len(parts) > 1:
+                key = " ".join(parts[1:])
+            if key in self.keys and tokens[j][2]:  # never end a match on punctuation
+                best = (j, key)
+            lone_article = len(parts) == 1 and parts[0] in _ARTICLES
+            if not lone_article and joined not in self.prefixes and key not in self.prefixes:
+                break
+        return best
+
+    @staticmethod
+    def _vouch_by_neighbours(masked: str, found: list[_Candidate]) -> list[_Candidate]:
+        """Accept an undecided candidate that sits in a list with an accepted title
+        ("Psycho, Casablanca, Rebecca", "Brick,Blood Simple", "Arrival and the dark knight")."""
+        accepted = [c.verdict is True for c in found]
+        # Pronouns and particles ("it", "up", "her") join a list only on a list line of their
+        # own, never inside a comma-separated sentence.
+        lone = [set(c.key.split()) <= _FUNCTION_WORDS for c in found]
+        changed = True
+        while changed:
+            changed = False
+            for k, candidate in enumerate(found):
+                if accepted[k]:
+                    continue
+                before = found[k - 1] if k > 0 else None
+                after = found[k + 1] if k + 1 < len(found) else None
+                left = (
+                    before is not None
+                    and accepted[k - 1]
+                    and _listed(masked, before.end, candidate.start, lines=lone[k])
+                )
+                right = (
+                    after is not None
+                    and accepted[k + 1]
+                    and _listed(masked, candidate.end, after.start, lines=lone[k])
+                )
+                if left or right:
+                    accepted[k] = changed = True
+        return [c for c, keep in zip(found, accepted, strict=True) if keep]
+
+    def find(self, text: str) -> list[Found]:
+        """Non-overlapping title matches, longest first, left to right."""
+        masked = mask_markup(text)
+        found: list[Found] = []
+        for candidate in self._vouch_by_neighbours(masked, self._candidates(text, masked)):
+            year_match = _YEAR_AFTER.match(masked, candidate.end)
+            by_match = _BY_AFTER.match(masked, candidate.end)
+            year = int(year_match.group(1)) if year_match else None
+            creator = by_match.group("creator") if by_match else None
+            for item_id in sorted(self.keys[candidate.key]):
+                found.append(Found(item_id, candidate.surface, year, candidate.start, creator))
+        return found
+
+
+def _listed(masked: str, left_end: int, right_start: int, *, lines: bool = False) -> bool:
+    """Whether only list punctuation (a comma, "and", a line break, a bullet, a year) separates
+    two titles; with `lines`, only a line break counts as the separator."""
+    gap = masked[left_end:right_start]
+    separator = "\n" in gap if lines else bool(_LIST_SEPARATOR.search(gap))
+    return separator and bool(_LIST_GAP.fullmatch(gap))
+
+
+def _name_before(rev: str, back: int) -> bool:
+    """A capitalised word (not one that only starts a sentence) just before position `back` of
+    the reversed text."""
+    found = _NAME_BEFORE_REV.match(rev, back)
+    return found is not None and _SENTENCE_START_REV.match(rev, found.end()) is None
+
+
+def _join_letters(found: re.Match[str]) -> str:
+    return found.group().replace(" ", "")
 
 
 def gazetteer_mentions(
