@@ -19,7 +19,7 @@ from pathlib import Path
 
 import polars as pl
 
-from remark_data.evaluate import books_quality, movies_quality
+from remark_data.evaluate.corpus_checks import books_quality, movies_quality
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"

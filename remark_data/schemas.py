@@ -56,6 +56,10 @@ class Response(_Row):
     )
 
 
+#: How a response uses a title it names (DESIGN.md: only recommended mentions enter the union).
+Stance = Literal["recommended", "referenced", "negative"]
+
+
 class Mention(_Row):
     """A title (or answer) named in a response, or a seen title named in the request."""
 
@@ -75,7 +79,10 @@ class Mention(_Row):
     surface: str = Field(description="The text as it appears in the source.")
     year: int | None
     creator: str | None
-    stance: Literal["recommended", "mentioned", "disliked"]
+    stance: Stance = Field(
+        description="Only `recommended` mentions enter the union; `referenced`: the requester's "
+        "titles and points of comparison; `negative`: advised against."
+    )
     extractor: str = Field(
         description="What produced it: `source` (pre-extracted), `gazetteer`, `llm`."
     )
@@ -93,7 +100,7 @@ class Grounding(_Row):
     responder_index: int | None
     mention_id: str
     role: Literal["response", "seen"]
-    stance: Literal["recommended", "mentioned", "disliked"]
+    stance: Stance
     item_id: str | None
     status: Literal["exact", "normalized", "year_tolerance", "fuzzy", "unmatched", "ambiguous"]
     score: float = Field(description="Match score in [0, 100]; 100 for exact keys.")

@@ -3,7 +3,7 @@ grounding quality floors against the corpus gold."""
 
 import polars as pl
 
-from remark_data.evaluate import books_quality, movies_quality
+from remark_data.evaluate.corpus_checks import books_quality, movies_quality
 from tests.conftest import CORPUS, run_folder
 
 

@@ -69,9 +69,13 @@ def build_labels(
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """The `labels` table (one row per request with ≥ 1 responder) and counters."""
     grounded = groundings.lazy().filter(pl.col("status").is_in(MATCHED))
-    responder_items = grounded.filter(
-        (pl.col("role") == "response") & (pl.col("stance") == "recommended")
-    ).select("request_id", "responder_index", "item_id")
+    seen_pairs = grounded.filter(pl.col("role") == "seen").select("request_id", "item_id")
+    # Only recommended mentions count, and never a title the requester named (a seen item).
+    responder_items = (
+        grounded.filter((pl.col("role") == "response") & (pl.col("stance") == "recommended"))
+        .select("request_id", "responder_index", "item_id")
+        .join(seen_pairs, on=["request_id", "item_id"], how="anti")
+    )
     n_responders = (
         responses.group_by("request_id")
         .agg(pl.len().alias("n_responders"))
@@ -129,7 +133,9 @@ def build_labels(
     labels = labels.with_columns(
         pl.col("items").fill_null(pl.lit([], dtype=labels.schema["items"]))
     )
+    by_stance = groundings.filter(pl.col("role") == "response").group_by("stance").len()
     counters = {
+        **{f"response_mentions.{stance}": n for stance, n in by_stance.iter_rows()},
         "requests_without_responders": requests.height - labels.height,
         "requests_with_empty_union": labels.filter(pl.col("union_item_ids").list.len() == 0).height,
     }

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from remark_data.schemas import MENTION_FIELDS, column_schema
+from remark_data.schemas import MENTION_FIELDS, Stance, column_schema
 from remark_data.stages.ground.matching import normalize_title
 
 # Glued punctuation splits tokens ("Rope(1948),", "Brick,Blood Simple", "mitty...its"); a
@@ -76,6 +76,34 @@ _FUNCTION_WORDS = frozenset(
     up down in out on off over so no not yes go do be is am are was one all more really too
     just very here there then now what who how why when where""".split()  # noqa: SIM905
 )
+# Stance cues, read in a window before / after a title on its line (`read_stance`).
+_STANCE_WINDOW = 60
+_REFERENCED_BEFORE = re.compile(
+    r"(?:^\s*>[^\n]*"  # a quoted line: the commenter quotes the request
+    r"|\bif\s+you\s+(?:\w+\s+)?(?:like[ds]?|love[ds]?|enjoy(?:ed)?|dig|dug)\s+"
+    r"|\bsince\s+you\s+(?:\w+\s+)?(?:like[ds]?|loved|enjoyed|watched|saw|mentioned)\s+"
+    r"|\byou(?:'ve|\s+have)?\s+(?:already\s+)?(?:seen|watched|mentioned|listed)\s+"
+    r"|\b(?:haven'?t|have\s+not|never|not\s+yet)\s+(?:seen|watched)\s+"
+    r"|\b(?:similar|close|comparable)\s+to\s+|\bsame\s+(?:vibe|feel|tone)\s+as\s+"
+    r"|\b(?:movies?|films?|something|anything|stuff|ones?)\s+like\s+"
+    r"|\bin\s+the\s+(?:vein|style|spirit)\s+of\s+|\breminds?\s+me\s+of\s+"
+    r"|\bcompared?\s+(?:to|with)\s+|\b(?:better|worse)\s+than\s+"
+    r"|\b(?:director|creator|writer|maker)s?\s+of\s+|\bguy\s+who\s+(?:did|made|directed)\s+"
+    r"|\bfrom\s+the\s+(?:director|creator|writer|maker)s?\s+of\s+"
+    r")[\"'“”‘’*_\s]*\Z",
+    re.IGNORECASE | re.MULTILINE,
+)
+_REFERENCED_AFTER = re.compile(r"[\"'“”‘’*_]*\s*(?:vibes?|-?esque)\b", re.IGNORECASE)
+_NEGATIVE_BEFORE = re.compile(
+    r"\b(?:avoid|skip|don'?t\s+(?:watch|bother\s+with)|stay\s+away\s+from|not\s+a\s+fan\s+of"
+    r"|hated|can'?t\s+stand)\s+[\"'“”‘’*_\s]*\Z",
+    re.IGNORECASE,
+)
+_NEGATIVE_AFTER = re.compile(
+    r"[\"'“”‘’*_)]*\s*(?:\(\d{4}\)\s*)?(?:is|was)\s+(?:so\s+|really\s+|pretty\s+)?"
+    r"(?:terrible|awful|overrated|boring|garbage|trash|bad)\b",
+    re.IGNORECASE,
+)
 _QUOTES = "\"'“”‘’*_"
 _ARTICLES = {"the", "a", "an"}
 MAX_TOKENS = 12
@@ -125,6 +153,7 @@ class Found:
     year: int | None
     start: int
     creator: str | None = None
+    stance: Stance = "recommended"
 
 
 def mask_markup(text: str) -> str:
@@ -303,9 +332,33 @@ class Gazetteer:
             by_match = _BY_AFTER.match(masked, candidate.end)
             year = int(year_match.group(1)) if year_match else None
             creator = by_match.group("creator") if by_match else None
+            stance = read_stance(masked, candidate.start, candidate.end)
             for item_id in sorted(self.keys[candidate.key]):
-                found.append(Found(item_id, candidate.surface, year, candidate.start, creator))
+                found.append(
+                    Found(item_id, candidate.surface, year, candidate.start, creator, stance)
+                )
         return found
+
+
+def read_stance(text: str, start: int, end: int) -> Stance:
+    """How the comment uses the title at `text[start:end]`: `referenced` when it is the
+    requester's example or a point of comparison ("if you liked X", "similar to X", a quoted
+    request line, "the director of X", "haven't seen X"), `negative` when the comment advises
+    against it, else `recommended`. Reads a bounded window on the same line, so it stays linear.
+
+    >>> text = "If you liked Arrival, try Coherence. Avoid Lucy."
+    >>> [read_stance(text, text.index(t), text.index(t) + len(t)) for t in ("Arrival", "Coherence", "Lucy")]
+    ['referenced', 'recommended', 'negative']
+    """  # noqa: E501
+    line_start = text.rfind("\n", max(0, start - _STANCE_WINDOW), start) + 1
+    before = text[max(line_start, start - _STANCE_WINDOW) : start]
+    line_end = text.find("\n", end, end + _STANCE_WINDOW)
+    after = text[end : line_end if line_end != -1 else end + _STANCE_WINDOW]
+    if _NEGATIVE_BEFORE.search(before) or _NEGATIVE_AFTER.match(after):
+        return "negative"
+    if _REFERENCED_BEFORE.search(before) or _REFERENCED_AFTER.match(after):
+        return "referenced"
+    return "recommended"
 
 
 def _listed(masked: str, left_end: int, right_start: int, *, lines: bool = False) -> bool:
@@ -348,12 +401,13 @@ def gazetteer_mentions(
                 continue
             seen.add(key)
             prefix = response_id if response_id is not None else f"{request_id}/seen"
+            # The requester's own titles are referenced, whatever the words around them.
+            stance = hit.stance if role == "response" else "referenced"
             rows.append(
                 (dataset, request_id, response_id, responder_index, f"{prefix}#g{position}",
-                 role, kind, hit.surface, hit.year, hit.creator)
+                 role, kind, hit.surface, hit.year, hit.creator, stance)
             )  # fmt: skip
-    schema = column_schema("mentions", *MENTION_FIELDS)
+    schema = column_schema("mentions", *MENTION_FIELDS, "stance")
     return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
-        pl.lit("recommended" if role == "response" else "mentioned").alias("stance"),
         pl.lit("gazetteer").alias("extractor"),
     )

@@ -1,0 +1,76 @@
+"""`remark eval`: a run's labels scored against a gold file, per level."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from remark_data.config import Project
+from remark_data.errors import RemarkError
+from remark_data.evaluate.gold import gold_frame, read_gold
+from remark_data.evaluate.scoring import score
+from remark_data.runner import RunFolder
+from remark_data.stages.ground.matching import normalize_title
+
+MATCHED = ("exact", "normalized", "year_tolerance", "fuzzy")
+
+
+def evaluate_run(
+    project: Project, pipeline: str, *, gold: Path, draws: int = 1000, seed: int = 0
+) -> pl.DataFrame:
+    """Precision and recall with 95% bootstrap intervals at label, comment and mention level
+    (the last two need mentions that carry their `comment_id`)."""
+    folder = RunFolder(project.runs_dir / pipeline)
+    try:
+        labels = folder.read("aggregate", "labels")
+        groundings = folder.read("ground", "groundings")
+    except FileNotFoundError as exc:
+        raise RemarkError(f"{pipeline}: no labels yet; run `remark run {pipeline}` first") from exc
+    wanted = gold_frame([c for c in read_gold(gold) if c.dataset == pipeline])
+    if wanted.is_empty():
+        raise RemarkError(f"{gold}: no gold comments for dataset {pipeline!r}")
+    requests = wanted.select("request_id").unique()
+    union = (
+        labels.join(requests, on="request_id")
+        .select("request_id", pl.col("union_item_ids").alias("key"))
+        .explode("key")
+        .drop_nulls()
+    )
+    rows = [score(union, wanted.select("request_id", "key"), level="label", by=["request_id"],
+                  draws=draws, seed=seed)]  # fmt: skip
+    mentions = _response_mentions(folder, groundings)
+    if mentions is not None:
+        by = ["request_id", "comment_id"]
+        comments = wanted.select(*by).unique()
+        in_gold = mentions.join(comments, on=by)
+        items = in_gold.filter(pl.col("status").is_in(MATCHED)).select(*by, key="item_id")
+        rows.append(score(items, wanted.select(*by, "key"), level="comment", by=by,
+                          draws=draws, seed=seed))  # fmt: skip
+        surfaces = in_gold.select(*by, key="surface_key")
+        rows.append(score(surfaces, wanted.select(*by, key="surface_key"), level="mention",
+                          by=by, draws=draws, seed=seed))  # fmt: skip
+    return pl.DataFrame(rows).with_columns(pl.lit(pipeline).alias("dataset"))
+
+
+def _response_mentions(folder: RunFolder, groundings: pl.DataFrame) -> pl.DataFrame | None:
+    """Recommended response mentions with comment id, normalised surface, item and status; None
+    when the run's mentions carry no comment ids."""
+    frames = [folder.read(stage, "mentions") for stage in ("scrape", "extract")
+              if (folder.stage_dir(stage) / "mentions.parquet").is_file()]  # fmt: skip
+    mentions = pl.concat(frames, how="diagonal_relaxed")
+    if "comment_id" not in mentions.columns:
+        return None
+    return (
+        mentions.filter(
+            (pl.col("role") == "response") & (pl.col("stance") == "recommended"),
+            pl.col("comment_id").is_not_null(),
+        )
+        .join(groundings.select("mention_id", "item_id", "status"), on="mention_id")
+        .with_columns(
+            pl.col("surface")
+            .map_elements(normalize_title, return_dtype=pl.String)
+            .alias("surface_key")
+        )
+        .select("request_id", "comment_id", "surface_key", "item_id", "status")
+    )
