@@ -60,31 +60,12 @@ def _responder_lists(slots: pl.DataFrame, n_responders: pl.DataFrame) -> pl.Seri
     return pl.Series("responder_item_ids", outer).cast(pl.List(pl.List(pl.String)))
 
 
-def build_labels(
-    *,
-    requests: pl.DataFrame,
-    responses: pl.DataFrame,
-    groundings: pl.DataFrame,
-    catalog: pl.DataFrame,
-) -> tuple[pl.DataFrame, dict[str, int]]:
-    """The `labels` table (one row per request with ≥ 1 responder) and counters."""
-    grounded = groundings.lazy().filter(pl.col("status").is_in(MATCHED))
-    seen_pairs = grounded.filter(pl.col("role") == "seen").select("request_id", "item_id")
-    # Only recommended mentions count, and never a title the requester named (a seen item).
-    responder_items = (
-        grounded.filter((pl.col("role") == "response") & (pl.col("stance") == "recommended"))
-        .select("request_id", "responder_index", "item_id")
-        .join(seen_pairs, on=["request_id", "item_id"], how="anti")
-    )
-    n_responders = (
-        responses.group_by("request_id")
-        .agg(pl.len().alias("n_responders"))
-        .join(requests.select("request_id", "split"), on="request_id")
-        .sort("split", "request_id")
-        .drop("split")
-    )
-    slots = _responder_slots(responder_items, n_responders)
-    items = (
+def _label_items(
+    slots: pl.DataFrame, n_responders: pl.DataFrame, catalog: pl.DataFrame
+) -> pl.LazyFrame:
+    """Per request: items with c_i and p̂_i (most named first), the union, and Rank-GRPO's
+    [title, year] pairs."""
+    return (
         slots.lazy()
         .group_by("request_id", "item_id")
         .agg(pl.len().alias("count"))
@@ -109,6 +90,33 @@ def build_labels(
             pl.col("title_year").alias("groundtruth_with_release_year"),
         )
     )
+
+
+def build_labels(
+    *,
+    requests: pl.DataFrame,
+    responses: pl.DataFrame,
+    groundings: pl.DataFrame,
+    catalog: pl.DataFrame,
+) -> tuple[pl.DataFrame, dict[str, int]]:
+    """The `labels` table (one row per request with ≥ 1 responder) and counters."""
+    grounded = groundings.lazy().filter(pl.col("status").is_in(MATCHED))
+    seen_pairs = grounded.filter(pl.col("role") == "seen").select("request_id", "item_id")
+    # Only recommended mentions count, and never a title the requester named (a seen item).
+    responder_items = (
+        grounded.filter((pl.col("role") == "response") & (pl.col("stance") == "recommended"))
+        .select("request_id", "responder_index", "item_id")
+        .join(seen_pairs, on=["request_id", "item_id"], how="anti")
+    )
+    n_responders = (
+        responses.group_by("request_id")
+        .agg(pl.len().alias("n_responders"))
+        .join(requests.select("request_id", "split"), on="request_id")
+        .sort("split", "request_id")
+        .drop("split")
+    )
+    slots = _responder_slots(responder_items, n_responders)
+    items = _label_items(slots, n_responders, catalog)
     seen = (
         grounded.filter(pl.col("role") == "seen")
         .group_by("request_id")

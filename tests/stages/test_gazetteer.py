@@ -167,7 +167,7 @@ def test_gazetteer_on_real_comments(
 
 
 def test_mask_markup_keeps_offsets() -> None:
-    from remark_data.stages.extract.gazetteer import mask_markup
+    from remark_data.stages.extract.markup import mask_markup
 
     text = "See [The Handmaiden](https://letterboxd.com/film/the-handmaiden/) &amp; more"
     masked = mask_markup(text)
@@ -175,3 +175,29 @@ def test_mask_markup_keeps_offsets() -> None:
     start = masked.index("The Handmaiden")
     assert text[start : start + len("The Handmaiden")] == "The Handmaiden"
     assert "https" not in masked and "&amp;" not in masked
+
+
+def test_stance_on_real_comments(movie_gazetteer, comment_texts) -> None:
+    """A reply that quotes the request's titles ("> Inception") and answers each with its own:
+    the quoted ones are referenced, the answers recommended."""
+    stances = {f.surface: f.stance for f in movie_gazetteer.find(comment_texts["g563bwg"])}
+    assert stances["Inception"] == stances["Twelve Monkeys"] == "referenced"
+    assert stances["Paprika"] == stances["Memories of Murder"] == "recommended"
+
+
+@pytest.mark.parametrize(
+    ("text", "title", "stance"),
+    [
+        ("If you liked Arrival, try Coherence.", "Arrival", "referenced"),
+        ("If you liked Arrival, try Coherence.", "Coherence", "recommended"),
+        ("Something similar to Heat would be Thief.", "Heat", "referenced"),
+        ("Avoid Lucy at all costs.", "Lucy", "negative"),
+        ("Lucy was terrible.", "Lucy", "negative"),
+        ("The director of Arrival made Enemy too.", "Arrival", "referenced"),
+    ],
+)
+def test_read_stance(text, title, stance) -> None:
+    from remark_data.stages.extract.stance import read_stance
+
+    start = text.index(title)
+    assert read_stance(text, start, start + len(title)) == stance

@@ -24,18 +24,14 @@ from dataclasses import dataclass
 import polars as pl
 
 from remark_data.schemas import MENTION_FIELDS, Stance, column_schema
+from remark_data.stages.extract.markup import mask_markup
+from remark_data.stages.extract.stance import read_stance
+from remark_data.stages.extract.words import COMMON_WORDS, FUNCTION_WORDS
 from remark_data.stages.ground.matching import normalize_title
 
 # Glued punctuation splits tokens ("Rope(1948),", "Brick,Blood Simple", "mitty...its"); a
 # single "." stays inside one ("Dr.", "L.A.").
 _TOKEN = re.compile(r"(?:[^\s,;()\[\]{}\"“”*!?/|.]|\.(?!\.))+")
-# Markup that hides titles from the tokens, masked with spaces of the same length so every
-# offset still points into the original text: a markdown link keeps its visible text
-# ("[The Handmaiden](https://…)"), a bare URL goes, an HTML entity becomes its character.
-_MD_LINK = re.compile(r"\[([^\]\n]{1,300})\]\((?:[^()\s]|\([^()\s]*\))*\)")
-_URL = re.compile(r"https?://\S+|www\.\S+")
-_ENTITY = re.compile(r"&(amp|gt|lt|quot|nbsp|#x200[bB]|#39);")
-_ENTITY_CHARS = {"amp": "&", "gt": ">", "lt": "<", "quot": '"', "nbsp": " ", "#39": "'"}
 # Evidence is read around a candidate with `pattern.match(text, pos)`, never on slices such as
 # `text[:start]`: a slice (and a `$`-anchored search over it) costs the whole text per candidate,
 # which made `find` quadratic. Checks on the text before a candidate match the reversed text at
@@ -71,79 +67,9 @@ _LIST_GAP = re.compile(
     r"(?:[\s,;&/|*_\"'“”‘’.\-–—•>+]|\d{1,3}[.)](?=\s)|[\(\[]\s*\d{4}\s*[\)\]]|\band\b|\bor\b)*"
 )
 _LIST_SEPARATOR = re.compile(r"[,;&/|\n•+]|\band\b|\bor\b")
-_FUNCTION_WORDS = frozenset(
-    """a an the i me my we us our you your he him his she her it its they them their this that
-    up down in out on off over so no not yes go do be is am are was one all more really too
-    just very here there then now what who how why when where""".split()  # noqa: SIM905
-)
-# Stance cues, read in a window before / after a title on its line (`read_stance`).
-_STANCE_WINDOW = 60
-_REFERENCED_BEFORE = re.compile(
-    r"(?:^\s*>[^\n]*"  # a quoted line: the commenter quotes the request
-    r"|\bif\s+you\s+(?:\w+\s+)?(?:like[ds]?|love[ds]?|enjoy(?:ed)?|dig|dug)\s+"
-    r"|\bsince\s+you\s+(?:\w+\s+)?(?:like[ds]?|loved|enjoyed|watched|saw|mentioned)\s+"
-    r"|\byou(?:'ve|\s+have)?\s+(?:already\s+)?(?:seen|watched|mentioned|listed)\s+"
-    r"|\b(?:haven'?t|have\s+not|never|not\s+yet)\s+(?:seen|watched)\s+"
-    r"|\b(?:similar|close|comparable)\s+to\s+|\bsame\s+(?:vibe|feel|tone)\s+as\s+"
-    r"|\b(?:movies?|films?|something|anything|stuff|ones?)\s+like\s+"
-    r"|\bin\s+the\s+(?:vein|style|spirit)\s+of\s+|\breminds?\s+me\s+of\s+"
-    r"|\bcompared?\s+(?:to|with)\s+|\b(?:better|worse)\s+than\s+"
-    r"|\b(?:director|creator|writer|maker)s?\s+of\s+|\bguy\s+who\s+(?:did|made|directed)\s+"
-    r"|\bfrom\s+the\s+(?:director|creator|writer|maker)s?\s+of\s+"
-    r")[\"'“”‘’*_\s]*\Z",
-    re.IGNORECASE | re.MULTILINE,
-)
-_REFERENCED_AFTER = re.compile(r"[\"'“”‘’*_]*\s*(?:vibes?|-?esque)\b", re.IGNORECASE)
-_NEGATIVE_BEFORE = re.compile(
-    r"\b(?:avoid|skip|don'?t\s+(?:watch|bother\s+with)|stay\s+away\s+from|not\s+a\s+fan\s+of"
-    r"|hated|can'?t\s+stand)\s+[\"'“”‘’*_\s]*\Z",
-    re.IGNORECASE,
-)
-_NEGATIVE_AFTER = re.compile(
-    r"[\"'“”‘’*_)]*\s*(?:\(\d{4}\)\s*)?(?:is|was)\s+(?:so\s+|really\s+|pretty\s+)?"
-    r"(?:terrible|awful|overrated|boring|garbage|trash|bad)\b",
-    re.IGNORECASE,
-)
 _QUOTES = "\"'“”‘’*_"
 _ARTICLES = {"the", "a", "an"}
 MAX_TOKENS = 12
-#: Words that are also titles; alone they need evidence (quotes, a year, a list line).
-COMMON_WORDS = frozenset(
-    """a about after again all always an and any as at away back bad be because before being
-    best better big black blue body boy boys but by can change children city come cold
-    crash dark day days dead do down drive eden end enough even every everything face fall
-    family far fear fight find fire for found free friends from game gate get girl go god
-    gone good great had happy hard have he heat her here him his home hope hot house how i
-    if in inside into is it its just kids last let life light like little live long look
-    lost love made man many me men mine more most mother my need never new next night no
-    not nothing now of off old on once one only or other our out over people play red right
-    room run said say see seven she sin so some something soul speed split still stop such
-    sun take taken than that the their them then there these they thing things this those
-    time to too true trust two under up us very war was water way we well what when where
-    which while white who why will with without woman women work world year yes yesterday
-    you young your""".split()  # noqa: SIM905
-) | frozenset(
-    # Everyday English a comment uses in prose (not in any list above): with these, "a true
-    # story", "normal people", "thank you", "a long shot", "I am" need the same evidence.
-    """am are were been has does did done story stories people person normal thank thanks
-    please shot guy guys first second third mood english language amazon netflix hulu prime
-    disney hbo oscar oscars award awards remake reboot sequel season series episode post
-    amazing masterpiece perfect hell heaven directors director cut edition version original
-    kid dad mom son daughter brother sister friend school car road movie movies film films
-    show shows watch watched seen music song book part ending word words wife husband baby
-    party dream dreams lady king queen prince princess earth space moon star stars sea island
-    town country america american alone together forever tonight today tomorrow summer winter
-    christmas birthday wedding money power truth secret secrets ghost monster hero legend
-    tale journey mission killer kill die alive human animal dog cat beautiful wonderful funny
-    crazy wild strange weird sweet nice kind simple easy real whole full open lucky sad angry
-    brave quiet fast slow high low deep short rich poor broken missing hidden chosen behind
-    beyond between across around through anything someone nobody everybody somebody else
-    anywhere nowhere somewhere everywhere ever sometimes often maybe perhaps actually also
-    almost already yet much less few both each either same different another own worst worse
-    greatest top middle side front door window wall street fun problem question answer
-    reason idea plan type sort style level team club job business system control order law
-    act action scene genre comedy drama horror thriller romance true super""".split()  # noqa: SIM905
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,26 +80,6 @@ class Found:
     start: int
     creator: str | None = None
     stance: Stance = "recommended"
-
-
-def mask_markup(text: str) -> str:
-    """`text` with markdown links reduced to their visible text, URLs blanked and HTML entities
-    replaced by their character, every change padded with spaces so offsets stay valid.
-
-    >>> mask_markup("[Heat](https://x.y/heat) &amp; Up")
-    ' Heat                    &     Up'
-    """
-
-    def link(found: re.Match[str]) -> str:
-        return " " + found.group(1) + " " * (len(found.group()) - len(found.group(1)) - 1)
-
-    def entity(found: re.Match[str]) -> str:
-        char = _ENTITY_CHARS.get(found.group(1), " ")
-        return char + " " * (len(found.group()) - 1)
-
-    text = _MD_LINK.sub(link, text)
-    text = _URL.sub(lambda found: " " * len(found.group()), text)
-    return _ENTITY.sub(entity, text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +206,7 @@ class Gazetteer:
         accepted = [c.verdict is True for c in found]
         # Pronouns and particles ("it", "up", "her") join a list only on a list line of their
         # own, never inside a comma-separated sentence.
-        lone = [set(c.key.split()) <= _FUNCTION_WORDS for c in found]
+        lone = [set(c.key.split()) <= FUNCTION_WORDS for c in found]
         changed = True
         while changed:
             changed = False
@@ -338,27 +244,6 @@ class Gazetteer:
                     Found(item_id, candidate.surface, year, candidate.start, creator, stance)
                 )
         return found
-
-
-def read_stance(text: str, start: int, end: int) -> Stance:
-    """How the comment uses the title at `text[start:end]`: `referenced` when it is the
-    requester's example or a point of comparison ("if you liked X", "similar to X", a quoted
-    request line, "the director of X", "haven't seen X"), `negative` when the comment advises
-    against it, else `recommended`. Reads a bounded window on the same line, so it stays linear.
-
-    >>> text = "If you liked Arrival, try Coherence. Avoid Lucy."
-    >>> [read_stance(text, text.index(t), text.index(t) + len(t)) for t in ("Arrival", "Coherence", "Lucy")]
-    ['referenced', 'recommended', 'negative']
-    """  # noqa: E501
-    line_start = text.rfind("\n", max(0, start - _STANCE_WINDOW), start) + 1
-    before = text[max(line_start, start - _STANCE_WINDOW) : start]
-    line_end = text.find("\n", end, end + _STANCE_WINDOW)
-    after = text[end : line_end if line_end != -1 else end + _STANCE_WINDOW]
-    if _NEGATIVE_BEFORE.search(before) or _NEGATIVE_AFTER.match(after):
-        return "negative"
-    if _REFERENCED_BEFORE.search(before) or _REFERENCED_AFTER.match(after):
-        return "referenced"
-    return "recommended"
 
 
 def _listed(masked: str, left_end: int, right_start: int, *, lines: bool = False) -> bool:
