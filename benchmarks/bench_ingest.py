@@ -74,7 +74,8 @@ def run_loop(path: Path) -> int:
 
 
 def run_ours(path: Path) -> int:
-    from remark_data.stages.scrape.reddit_dumps import COMMENT_SCHEMA, Quarantine, ingest_dump
+    from remark_data.stages.scrape.dumps import Quarantine, ingest_dump
+    from remark_data.stages.scrape.reddit_dumps import COMMENT_SCHEMA
 
     with tempfile.TemporaryDirectory() as tmp:
         return ingest_dump(

@@ -82,9 +82,11 @@ def main() -> None:
     parser.add_argument("--batch-chars", type=int, default=200, help="0: skip the batched run")
     parser.add_argument("--only-batched", action="store_true")
     args = parser.parse_args()
-    from remark_data.stages.extract.llm import LLMSettings, extract_with_llm
+    from remark_data.config import LLMSpec
+    from remark_data.stages.extract.llm import cache_key, extract_with_llm
     from tests.llm_servers import LlamaServer
 
+    kinds = ("movie",)
     rows = [json.loads(line) for line in GOLD.read_text().splitlines()]
     gold = {r["comment_id"]: r["titles"] for r in rows}
     texts = {r["comment_id"]: r["text"] for r in rows}
@@ -100,7 +102,7 @@ def main() -> None:
         runs.append((4, args.batch_chars))
     with LlamaServer(threads=2, parallel=4) as server, tempfile.TemporaryDirectory() as tmp:
         for concurrency, batch_chars in runs:
-            settings = LLMSettings(
+            spec = LLMSpec(
                 base_url=server.url,
                 model="qwen2.5-coder-0.5b",
                 timeout=300,
@@ -112,7 +114,7 @@ def main() -> None:
             subset = texts if full else dict(list(texts.items())[: args.throughput_texts])
             cpu, wall = time.process_time(), time.perf_counter()
             cache = Path(tmp) / f"c{concurrency}-{batch_chars}.sqlite"
-            summary = extract_with_llm(subset, settings, cache_path=cache)
+            summary = extract_with_llm(subset, spec=spec, kinds=kinds, cache_path=cache)
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
             label = f"concurrency {concurrency}" + (
                 f", batched ≤{batch_chars} chars x4" if batch_chars else ""
@@ -125,12 +127,13 @@ def main() -> None:
                 f"{summary.dropped_titles} titles dropped by the guard"
             )
             if full:
-                predicted = {
-                    cid: [
-                        t["title"]
-                        for t in summary.results[settings.cache_key(text)].get("titles") or []
-                    ]
+                answers = {
+                    cid: summary.results[cache_key(text, spec=spec, kinds=kinds)]
                     for cid, text in texts.items()
+                }
+                predicted = {
+                    cid: [t["title"] for t in answer.get("titles") or []]
+                    for cid, answer in answers.items()
                 }
                 llm = score(predicted, gold)
                 print(

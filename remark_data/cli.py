@@ -1,4 +1,12 @@
-"""The `remark` command line: thin wrappers that parse arguments and call the library."""
+"""The `remark` command line: thin wrappers that parse arguments and call the library.
+
+Every command parses its options, makes one call into the library (`reports`, `pipeline`,
+`diagnose.report`, `publish.hub`, `database`, `schemas`) and renders what comes back with rich;
+library progress reaches it through callbacks.
+"""
+
+# long-module: one typer command per user action; their option declarations alone take
+# about half of the file, and each body is only parse → one library call → render.
 
 from __future__ import annotations
 
@@ -87,29 +95,23 @@ def run(
         typer.Option("--verify", help="Hash every input again instead of trusting the memo."),
     ] = False,
 ) -> None:
-    """Run pipelines: scrape → [extract] → ground → aggregate → stats."""
+    """Run pipelines: scrape → \\[extract] → ground → aggregate → stats."""
     from remark_data.pipeline import Event, run_pipelines
     from remark_data.runner import Progress
 
+    current: list[str] = []
+
     def render(event: Event) -> None:
+        if current[-1:] != [event.pipeline]:  # a header as each pipeline's first event arrives
+            current.append(event.pipeline)
+            console.print(f"[bold]{event.pipeline}[/bold]")
         if isinstance(event, Progress):
             err_console.print(f"  {event.stage}: {event.message}", markup=False)
-            return
-        manifest = event.manifest
-        if event.status == "skipped":
+        elif event.status == "skipped":
             console.print(f"  [dim]{event.stage}: skipped (inputs and config unchanged)[/dim]")
-            return
-        rows = ", ".join(f"{t}={n:,}" for t, n in manifest.tables.items())
-        console.print(f"  {event.stage}: ran in {manifest.compute_seconds:.2f}s ({rows})")
-
-    current = None
-
-    def announce(event: Event) -> None:  # a header as each pipeline's first event arrives
-        nonlocal current
-        if event.pipeline != current:
-            current = event.pipeline
-            console.print(f"[bold]{current}[/bold]")
-        render(event)
+        else:
+            rows = ", ".join(f"{t}={n:,}" for t, n in event.manifest.tables.items())
+            console.print(f"  {event.stage}: ran in {event.manifest.compute_seconds:.2f}s ({rows})")
 
     run_pipelines(
         state.project,
@@ -117,7 +119,7 @@ def run(
         stages=tuple(stage) if stage else None,
         force=force,
         verify=verify,
-        on_event=announce,
+        on_event=render,
     )
 
 
@@ -132,76 +134,17 @@ def stats(
     ] = None,
 ) -> None:
     """Print the label statistics of each pipeline's latest run."""
-    from remark_data.runner import RunFolder
+    from remark_data.reports import label_statistics
 
-    names: list[str] = list(pipelines or [])
-    if not names:  # every pipeline whose run got as far as the statistics; say which are left out
-        partial: list[str] = []
-        for run_dir in sorted(p for p in state.project.runs_dir.glob("*") if p.is_dir()):
-            done = RunFolder(run_dir).manifest("stats") is not None
-            (names if done else partial).append(run_dir.name)
-        if partial:
-            err_console.print(f"left out (not run up to stats yet): {', '.join(partial)}")
-    frames = []
-    for name in names:
-        try:
-            frames.append(RunFolder(state.project.runs_dir / name).read("stats", "stats"))
-        except FileNotFoundError as exc:
-            raise RemarkError(f"{name}: no statistics yet; run `remark run {name}` first") from exc
-    if not frames:
-        raise RemarkError("no pipeline has been run yet; try `remark run protoqa`")
-    frame = pl.concat(frames)
-    if plots is not None:
-        from remark_data.diagnose.plots import write_figures
-        from remark_data.diagnose.rollouts import read_diagnostics
-
-        labels = pl.concat([_labels(name) for name in names])
-        diagnostics = read_diagnostics(state.project.runs_dir)
-        if diagnostics is not None:
-            diagnostics = diagnostics.filter(pl.col("dataset").is_in(names))
-        for path in write_figures(plots, labels=labels, stats=frame, diagnostics=diagnostics):
-            err_console.print(f"wrote {path}")
-    if fmt is OutputFormat.table:
-        frame = frame.select(
-            "dataset",
-            "split",
-            pl.col("n_requests").alias("requests"),
-            pl.col("n_responders").alias("responders"),
-            pl.format(
-                "{} / {} / {}",
-                pl.col("responders_mean").round(1),
-                "responders_median",
-                "responders_max",
-            ).alias("n_x mean/med/max"),
-            pl.col("single_responder_share").alias("n_x = 1"),
-            pl.col("single_mention_share").alias("c_i = 1"),
-            "union_to_sum",
-            pl.format("{} @G={}", pl.col("prop2_bound").round(3), "group_size").alias("prop2"),
-        )
-    _print_frame(frame, fmt, title="ReMaRk label statistics")
-    if fmt is OutputFormat.table:
-        _print_frame(
-            _grounding_report(names),
-            fmt,
-            title="Grounding of mentions (unmatched and ambiguous are kept)",
-        )
-
-
-def _grounding_report(names: list[str]) -> pl.DataFrame:
-    from remark_data.runner import RunFolder
-
-    frames = []
-    for name in names:
-        groundings = RunFolder(state.project.runs_dir / name).read("ground", "groundings")
-        frames.append(
-            groundings.group_by("role", "status").len().with_columns(pl.lit(name).alias("dataset"))
-        )
-    report = pl.concat(frames).pivot(on="status", index=["dataset", "role"], values="len")
-    order = ["exact", "normalized", "year_tolerance", "fuzzy", "ambiguous", "unmatched"]
-    present = [c for c in order if c in report.columns]
-    return report.select("dataset", "role", *[pl.col(c).fill_null(0) for c in present]).sort(
-        "dataset", "role"
+    table = fmt is OutputFormat.table
+    report = label_statistics(
+        state.project, pipelines, grounding=table, plots=plots, notify=err_console.print
     )
+    _print_frame(report.summary() if table else report.stats, fmt, title="ReMaRk label statistics")
+    if report.grounding is not None:
+        _print_frame(
+            report.grounding, fmt, title="Grounding of mentions (unmatched and ambiguous are kept)"
+        )
 
 
 @app.command()
@@ -227,20 +170,11 @@ def sql(
     _print_frame(query(state.project, query_text), fmt)
 
 
-class TrainerName(StrEnum):
+class TrainerName(StrEnum):  # the choices of `remark_data.adapters.export.TRAINERS`
     trl = "trl"
     verl = "verl"
     openrlhf = "openrlhf"
     rank_grpo = "rank_grpo"
-
-
-def _labels(pipeline: str) -> pl.DataFrame:
-    from remark_data.runner import RunFolder
-
-    try:
-        return RunFolder(state.project.runs_dir / pipeline).read("aggregate", "labels")
-    except FileNotFoundError as exc:
-        raise RemarkError(f"{pipeline}: no labels yet; run `remark run {pipeline}` first") from exc
 
 
 @app.command()
@@ -252,10 +186,11 @@ def export(
     ] = None,
 ) -> None:
     """Write a pipeline's labels in a trainer's format, one file or folder per split."""
-    from remark_data.adapters.export import export_labels
+    from remark_data.adapters.export import check_trainer
+    from remark_data.reports import export_pipeline
 
-    target = out or state.project.data_dir / "exports" / pipeline / trainer.value
-    for path in export_labels(_labels(pipeline), trainer=trainer.value, out=target):
+    trainer_name = check_trainer(trainer.value)
+    for path in export_pipeline(state.project, pipeline, trainer=trainer_name, out=out):
         console.print(f"wrote {path}")
 
 
@@ -288,66 +223,32 @@ def diagnose(
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
 ) -> None:
     """How much responder noise union rewards remove, for G lists per request."""
-    from remark_data.diagnose.rollouts import (
-        diagnose_labels,
-        protoqa_prediction_rollouts,
-        read_rollouts,
-        sample_endpoint,
-        save_diagnostics,
+    from remark_data.diagnose.report import choose_policy, run_diagnosis
+
+    policy = choose_policy(
+        rollouts=rollouts,
+        endpoint=endpoint,
+        model=model,
+        popularity=popularity,
+        protoqa_predictions=protoqa_predictions,
+        concurrency=concurrency,
     )
-    from remark_data.runner import RunFolder
-
-    chosen = [rollouts is not None, endpoint is not None, popularity, protoqa_predictions]
-    if sum(chosen) != 1:
-        raise RemarkError(
-            "choose exactly one of --rollouts, --endpoint, --popularity, --protoqa-predictions"
-        )
-    labels = _labels(pipeline)
-    if split:
-        labels = labels.filter(pl.col("split") == split)
-    if limit:
-        labels = labels.head(limit)
-    catalog = RunFolder(state.project.runs_dir / pipeline).read("ground", "catalog")
-    lists = None
-    policy = "popularity"
-    if rollouts is not None:
-        lists, policy = read_rollouts(rollouts), f"rollouts:{rollouts.name}"
-    elif protoqa_predictions:
-        from remark_data.sources import Fetcher
-
-        fetcher = Fetcher(state.project)
-        lists = protoqa_prediction_rollouts(
-            fetcher.fetch("protoqa-dev-predictions-human"),
-            fetcher.fetch("protoqa-dev-predictions-gpt2"),
-        )
-        policy = "protoqa-human+gpt2"
-    elif endpoint is not None:
-        prompts = dict(zip(labels["request_id"], labels["prompt"], strict=True))
-        lists = sample_endpoint(
-            prompts, base_url=endpoint, model=model, group_size=group_size, concurrency=concurrency
-        )
-        policy = f"endpoint:{model}"
-    report = diagnose_labels(
-        labels,
-        catalog,
+    report = run_diagnosis(
+        state.project,
+        pipeline,
         policy=policy,
-        ranks=ranks,
         group_size=group_size,
+        ranks=ranks,
+        split=split,
+        limit=limit,
         seed=seed,
-        rollouts=lists,
     )
-    save_diagnostics(state.project.runs_dir, pipeline, report)
-    if fmt is OutputFormat.table:
-        metrics = report.drop("dataset", "split", "policy", "verdict")
-        columns = [f"{d}/{s}" for d, s in report.select("dataset", "split").iter_rows()]
-        transposed = metrics.transpose(
-            include_header=True, header_name="metric", column_names=columns
-        )
-        _print_frame(transposed, fmt, title=f"Responder noise ({policy})")
-        for row in report.iter_rows(named=True):
-            console.print(f"[bold]{row['dataset']}/{row['split']}[/bold]: {row['verdict']}")
-    else:
-        _print_frame(report, fmt)
+    if fmt is not OutputFormat.table:
+        _print_frame(report.frame, fmt)
+        return
+    _print_frame(report.metrics(), fmt, title=f"Responder noise ({report.policy})")
+    for where, verdict in report.verdicts():
+        console.print(f"[bold]{where}[/bold]: {verdict}")
 
 
 @app.command()
@@ -369,20 +270,23 @@ def publish(
     ] = False,
 ) -> None:
     """Build the Hub repository folder (a config per dataset, card, statistics) and upload it."""
-    from remark_data.publish.hub import build_repo_folder, check_repo_id, tree, upload
+    from remark_data.publish.hub import publish_pipelines
 
-    check_repo_id(repo_id)
-    names = pipelines or sorted(
-        p.name for p in state.project.runs_dir.glob("*") if (p / "aggregate").exists()
+    done = publish_pipelines(
+        state.project,
+        repo_id=repo_id,
+        pipelines=pipelines,
+        out=out,
+        dry_run=dry_run,
+        private=private,
+        notify=console.print,
     )
-    target = out or state.project.data_dir / "publish" / repo_id.replace("/", "__")
-    built = build_repo_folder(state.project, pipelines=names, out=target, repo_id=repo_id)
-    console.print(f"built {built.folder}")
-    if dry_run:
-        console.print(tree(built.folder), markup=False, highlight=False)
-        return
-    commit = upload(built.folder, repo_id=repo_id, private=private)
-    console.print("nothing changed: no commit" if commit is None else f"committed {commit}")
+    if done.listing is not None:
+        console.print(done.listing, markup=False, highlight=False)
+    elif done.uploaded:
+        console.print(
+            "nothing changed: no commit" if done.commit is None else f"committed {done.commit}"
+        )
 
 
 @schemas_app.command("export")

@@ -18,90 +18,40 @@ import json
 import os
 import tomllib
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from remark_data.errors import RemarkError
+from remark_data.stages.ground.catalogs import CATALOGS, CatalogSpec, NoCatalog
+from remark_data.stages.scrape.formats import SOURCE_FORMATS
+from remark_data.stages.scrape.spec import SourceSpec
+from remark_data.stages.scrape.spec import SpecModel as _Spec
 
-SourceFormat = Literal[
-    "protoqa_crowdsourced",
-    "protoqa_scraped",
-    "protoqa_train_simplified",
-    "rank_grpo_rows",
-    "reddit_dump",
-    "booksuggestions_json",
-    "suggestmeabook_jsonl",
-    "musicrs_jsonl",
-]
-CatalogFormat = Literal["none", "rank_grpo_pickle", "movies_merged", "goodbooks", "music"]
 GroundMethod = Literal["exact", "normalized", "fuzzy"]
 
-#: The files each source format reads, by role.
-FORMAT_FILES: dict[str, tuple[str, ...]] = {
-    "protoqa_crowdsourced": ("answers",),
-    "protoqa_scraped": ("answers",),
-    "protoqa_train_simplified": ("questions", "answers"),
-    "rank_grpo_rows": ("rows",),
-    "reddit_dump": ("submissions", "comments"),
-    "booksuggestions_json": ("posts",),
-    "suggestmeabook_jsonl": ("posts",),
-    "musicrs_jsonl": ("threads",),
-    "rank_grpo_pickle": ("catalog",),
-    "movies_merged": ("movielens_movies", "movielens_links", "rank_grpo", "reddit_movie_v1"),
-    "goodbooks": ("books",),
-    "music": ("artists", "albums"),
-    "none": (),
-}
+
+def _default_catalog_format(value: Any) -> Any:
+    """A ``[catalog]`` table without `format` is ``"none"``."""
+    return {"format": "none", **value} if isinstance(value, dict) else value
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class FileRefs(_Spec):
-    """Where a source's files come from: ids in ``data/sources.toml`` or local paths."""
-
-    files: dict[str, str] = Field(default_factory=dict, description="role -> source registry id")
-    paths: dict[str, str] = Field(default_factory=dict, description="role -> local file or folder")
-
-    def _check_roles(self, fmt: str) -> None:
-        wanted = set(FORMAT_FILES[fmt])
-        given = set(self.files) | set(self.paths)
-        if overlap := set(self.files) & set(self.paths):
-            raise ValueError(f"roles {sorted(overlap)} given both as files and paths")
-        if given != wanted:
-            raise ValueError(f"format {fmt!r} needs files {sorted(wanted)}, got {sorted(given)}")
-
-
-class SourceSpec(FileRefs):
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    format: SourceFormat
-    split: str = Field(pattern=r"^[a-z0-9_]+$")
-    # Reddit dumps only: which threads and comments to keep.
-    subreddits: list[str] = Field(default_factory=list)
-    since: date | None = None
-    until: date | None = None
-    include_replies: bool = Field(default=False, description="Keep replies, not only top level.")
-    bots: list[str] = Field(
-        default=["AutoModerator"], description="Authors that are not responders."
-    )
-
-    @model_validator(mode="after")
-    def _roles(self) -> SourceSpec:
-        self._check_roles(self.format)
-        return self
-
-
-class CatalogSpec(FileRefs):
-    format: CatalogFormat = "none"
-
-    @model_validator(mode="after")
-    def _roles(self) -> CatalogSpec:
-        self._check_roles(self.format)
-        return self
+# The unions are built from the registered formats, so mypy sees their base classes; pydantic
+# picks the member by `format` and reports the member's own errors.
+if TYPE_CHECKING:
+    AnySourceSpec = SourceSpec
+    AnyCatalogSpec = CatalogSpec
+else:
+    AnySourceSpec = Annotated[
+        Union[tuple(dict.fromkeys(f.spec for f in SOURCE_FORMATS.values()))],  # noqa: UP007
+        Field(discriminator="format"),
+    ]
+    AnyCatalogSpec = Annotated[
+        Union[tuple(f.spec for f in CATALOGS.values())],  # noqa: UP007
+        Field(discriminator="format"),
+        BeforeValidator(_default_catalog_format),
+    ]
 
 
 class LLMSpec(_Spec):
@@ -119,6 +69,12 @@ class LLMSpec(_Spec):
         default=0, ge=0, description="Comments up to this length go several per request (0: off)."
     )
     batch_size: int = Field(default=8, ge=1, le=64)
+    max_tokens: int = Field(
+        default=512, ge=16, le=32768, description="Reply token budget per comment."
+    )
+    backoff_base: float = Field(
+        default=0.5, ge=0, le=60, description="Seconds before the first retry; doubles each time."
+    )
 
 
 class ExtractSpec(_Spec):
@@ -152,8 +108,8 @@ class StatsSpec(_Spec):
 class PipelineSpec(_Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
     description: str = ""
-    sources: list[SourceSpec] = Field(min_length=1)
-    catalog: CatalogSpec = CatalogSpec()
+    sources: list[AnySourceSpec] = Field(min_length=1)
+    catalog: AnyCatalogSpec = NoCatalog()
     extract: ExtractSpec | None = None
     ground: GroundSpec = GroundSpec()
     stats: StatsSpec = StatsSpec()
@@ -172,12 +128,23 @@ class PipelineSpec(_Spec):
         return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def _key(loc: tuple[int | str, ...]) -> str:
+    """The spec key of an error location, without the format tag pydantic puts after a
+    source (``sources.0.reddit_dump.bots``) or the catalog."""
+    tag_at = {"sources": 2, "catalog": 1}.get(str(loc[0])) if loc else None
+    parts = [p for i, p in enumerate(loc) if i != tag_at or p not in {*SOURCE_FORMATS, *CATALOGS}]
+    return ".".join(str(p) for p in parts) or "(top level)"
+
+
 def _format_validation_error(path: Path, error: ValidationError) -> str:
     first = error.errors()[0]
-    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    message = first["msg"]
+    key, message = _key(first["loc"]), first["msg"]
     if first["type"] == "extra_forbidden":
         message = "unknown key"
+    elif first["type"] == "union_tag_invalid":
+        key, message = f"{key}.format", f"Input should be one of {first['ctx']['expected_tags']}"
+    elif first["type"] == "union_tag_not_found":
+        key, message = f"{key}.format", "Field required"
     return f"{path}: {key}: {message}"
 
 

@@ -14,6 +14,7 @@ import duckdb
 import polars as pl
 
 from remark_data.config import Project
+from remark_data.diagnose.saved import diagnostics_paths
 from remark_data.errors import RemarkError
 from remark_data.pipeline import TABLE_STAGES
 from remark_data.runner import RunFolder
@@ -50,7 +51,7 @@ def refresh_database(project: Project) -> dict[str, int]:
             )
             con.execute(f"CREATE VIEW {_quote(table)} AS {union}")
             counts[table] = con.execute(f"SELECT count(*) FROM {_quote(table)}").fetchone()[0]  # type: ignore[index]
-        reports = sorted(project.runs_dir.glob("*/diagnostics/*.parquet"))
+        reports = diagnostics_paths(project.runs_dir)
         if reports:  # `remark diagnose` reports, as one view
             files = ", ".join(_literal(p) for p in reports)
             con.execute(

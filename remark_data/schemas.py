@@ -59,6 +59,16 @@ class Response(_Row):
 #: How a response uses a title it names (DESIGN.md: only recommended mentions enter the union).
 Stance = Literal["recommended", "referenced", "negative"]
 
+#: A mention grounded to one catalog item, by what matched it: its raw text, its normalised
+#: title, a normalised title whose year differs within the tolerance, or a fuzzy match.
+MatchedStatus = Literal["exact", "normalized", "year_tolerance", "fuzzy"]
+#: A mention kept out of the labels: no catalog item matched it, or several did equally well.
+UnresolvedStatus = Literal["unmatched", "ambiguous"]
+#: Every grounding status, the one list every other derives from.
+GroundingStatus = Literal[MatchedStatus, UnresolvedStatus]
+MATCHED_STATUSES: tuple[MatchedStatus, ...] = typing.get_args(MatchedStatus)
+GROUNDING_STATUSES: tuple[GroundingStatus, ...] = typing.get_args(GroundingStatus)
+
 
 class Mention(_Row):
     """A title (or answer) named in a response, or a seen title named in the request."""
@@ -102,7 +112,7 @@ class Grounding(_Row):
     role: Literal["response", "seen"]
     stance: Stance
     item_id: str | None
-    status: Literal["exact", "normalized", "year_tolerance", "fuzzy", "unmatched", "ambiguous"]
+    status: GroundingStatus
     score: float = Field(description="Match score in [0, 100]; 100 for exact keys.")
     reason: str | None = Field(description="Why a mention is unmatched or ambiguous.")
 

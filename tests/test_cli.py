@@ -125,3 +125,22 @@ def test_schemas_export(project, tmp_path) -> None:
     assert {p.name for p in (tmp_path / "s").iterdir()} == {
         p.name for p in (REPO / "schemas").iterdir()
     }
+
+
+def test_commands_call_the_library_once(built_project, tmp_path) -> None:
+    """`stats` and `export` are one call each into `remark_data.reports`."""
+    from remark_data.adapters.export import TRAINERS
+    from remark_data.cli import TrainerName
+    from remark_data.reports import export_pipeline, label_statistics
+    from remark_data.schemas import GROUNDING_STATUSES
+
+    assert tuple(t.value for t in TrainerName) == TRAINERS
+    notes: list[str] = []
+    report = label_statistics(built_project, grounding=True, notify=notes.append)
+    assert report.pipelines == ["protoqa", "reddit_v2"] and notes == []
+    assert report.summary().columns[:4] == ["dataset", "split", "requests", "responders"]
+    assert report.grounding is not None
+    statuses = report.grounding.columns[2:]
+    assert statuses == [s for s in GROUNDING_STATUSES if s in statuses]
+    written = export_pipeline(built_project, "reddit_v2", trainer="verl", out=tmp_path / "v")
+    assert written == [tmp_path / "v" / "train.parquet"]

@@ -48,3 +48,18 @@ def test_conform_orders_and_casts_columns_and_rejects_missing_ones() -> None:
     assert out["score"].dtype == pl.Float64
     with pytest.raises(ValueError, match=r"missing columns \['reason'\]"):
         conform(frame.drop("reason"), "groundings")
+
+
+def test_grounding_statuses_are_one_literal() -> None:
+    """Every list of grounding statuses derives from `GroundingStatus`: the table's field, the
+    statuses that feed the labels, and the methods a spec may name (each is a status)."""
+    from typing import get_args
+
+    from remark_data.config import GroundMethod
+    from remark_data.schemas import GROUNDING_STATUSES, MATCHED_STATUSES, Grounding
+
+    assert get_args(Grounding.model_fields["status"].annotation) == GROUNDING_STATUSES
+    assert (*MATCHED_STATUSES, "unmatched", "ambiguous") == GROUNDING_STATUSES
+    assert set(get_args(GroundMethod)) <= set(MATCHED_STATUSES)
+    schema = json.loads(json_schemas()["groundings.schema.json"])
+    assert tuple(schema["properties"]["status"]["enum"]) == GROUNDING_STATUSES

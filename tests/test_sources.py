@@ -52,3 +52,13 @@ def test_download_goes_to_the_cache_and_is_verified(project) -> None:
     assert path.read_bytes() == source.read_bytes()
     with pytest.raises(RemarkError, match=r"download of .* failed"):
         Fetcher(online).fetch("protoqa-dev-crowdsourced")
+
+
+def test_dataset_licenses_come_from_the_registry(built_project) -> None:
+    """A new dataset needs no license written in code: its inputs' registry entries give it."""
+    from remark_data.publish.hub import dataset_licenses
+
+    assert dataset_licenses(built_project, ["protoqa", "reddit_v2"]) == {
+        "protoqa": "CC-BY-4.0",
+        "reddit_v2": "Reddit terms (research use only)",
+    }

@@ -10,20 +10,27 @@ import json
 import shutil
 import uuid
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import polars as pl
 
 from remark_data.errors import RemarkError
 
 Trainer = Literal["trl", "verl", "openrlhf", "rank_grpo"]
-TRAINERS: tuple[Trainer, ...] = ("trl", "verl", "openrlhf", "rank_grpo")
+TRAINERS: tuple[Trainer, ...] = get_args(Trainer)
+
+
+def check_trainer(name: str) -> Trainer:
+    """`name` as a `Trainer`, or a `RemarkError` naming the choices."""
+    for trainer in TRAINERS:
+        if name == trainer:
+            return trainer
+    raise RemarkError(f"unknown trainer {name!r} (choose from {', '.join(TRAINERS)})")
 
 
 def export_labels(labels: pl.DataFrame, *, trainer: Trainer, out: Path) -> list[Path]:
     """Write one file or folder per split under `out`; returns what was written."""
-    if trainer not in TRAINERS:
-        raise RemarkError(f"unknown trainer {trainer!r} (choose from {', '.join(TRAINERS)})")
+    check_trainer(trainer)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp-{uuid.uuid4().hex[:8]}")
     tmp.mkdir()

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from remark_data.rewards import ListScorer, RewardKind, Shape, check_max_ranks, check_reward
+from remark_data.rewards import (
+    ListScorer,
+    RewardKind,
+    Shape,
+    check_max_ranks,
+    check_reward,
+    dcg,
+)
 
 
 def label_payload(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -33,11 +39,6 @@ def conversational_prompt() -> Any:
     return pl.concat_list(
         pl.struct(pl.lit("user").alias("role"), pl.col("prompt").alias("content"))
     ).alias("prompt")
-
-
-def dcg(per_rank: Sequence[float]) -> float:
-    """One scalar per completion: Σ_k r_k / log2(k+1)."""
-    return sum(r / math.log2(k + 2) for k, r in enumerate(per_rank))
 
 
 class PayloadScorer:
@@ -81,4 +82,5 @@ class PayloadScorer:
         return rewards + [0.0] * (self.max_ranks - len(rewards))
 
     def scalar(self, text: str, payload: Mapping[str, Any] | str) -> float:
+        """One reward per completion: the DCG of its per-rank rewards."""
         return dcg(self.per_rank(text, payload))

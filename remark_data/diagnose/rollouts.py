@@ -2,7 +2,7 @@
 
 - a rollouts JSONL: one line per request, ``{"request_id": ..., "completions": ["<list>", ...]}``
   (validated line by line);
-- an OpenAI-compatible endpoint sampled G times per request;
+- an OpenAI-compatible endpoint sampled G times per request (`remark_data.diagnose.endpoint`);
 - a popularity sampler (items drawn by how often responders named them in the split).
 
 Raw completions are grounded with the same `ListScorer` the trainer adapters use.
@@ -10,9 +10,7 @@ Raw completions are grounded with the same `ListScorer` the trainer adapters use
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from remark_data.diagnose.variance import RequestGroup
 from remark_data.errors import RemarkError
 from remark_data.rewards import ListScorer, RequestLabels, dataset_metrics, parse_list
-from remark_data.stages.extract.llm import api_key_from_env
 
 SAMPLED_RANKS = 10
 """K of the popularity sampler's lists when none is given (lists from a rollouts file or an
@@ -156,78 +153,6 @@ def popularity_groups(
     ]
 
 
-async def _sample_endpoint(
-    prompts: Mapping[str, str],
-    *,
-    base_url: str,
-    model: str,
-    group_size: int,
-    temperature: float,
-    concurrency: int,
-    timeout: float,
-) -> dict[str, list[str]]:
-    import openai
-
-    client = openai.AsyncOpenAI(
-        base_url=base_url,
-        api_key=api_key_from_env(),  # the rule LLM extraction follows
-        timeout=timeout,
-        max_retries=3,
-    )
-    limit = asyncio.Semaphore(concurrency)
-
-    async def one(prompt: str) -> str:
-        async with limit:
-            response = await client.chat.completions.create(
-                model=model, messages=[{"role": "user", "content": prompt}], temperature=temperature
-            )
-            return response.choices[0].message.content or ""
-
-    try:
-        # A TaskGroup cancels the outstanding requests as soon as one fails for good.
-        async with asyncio.TaskGroup() as group:
-            tasks = {
-                request_id: [group.create_task(one(prompt)) for _ in range(group_size)]
-                for request_id, prompt in prompts.items()
-            }
-    except* openai.APIConnectionError as errors:
-        raise RemarkError(f"endpoint {base_url} unreachable ({errors.exceptions[0]})") from errors
-    except* openai.APIStatusError as errors:
-        first = errors.exceptions[0]
-        assert isinstance(first, openai.APIStatusError)
-        raise RemarkError(
-            f"endpoint {base_url} answered {first.status_code}: {first.message}"
-        ) from errors
-    finally:
-        await client.close()
-    return {request_id: [t.result() for t in pending] for request_id, pending in tasks.items()}
-
-
-def sample_endpoint(
-    prompts: Mapping[str, str],
-    *,
-    base_url: str,
-    model: str,
-    group_size: int,
-    temperature: float = 1.0,
-    concurrency: int = 4,
-    timeout: float = 60.0,
-) -> Rollouts:
-    """G completions per prompt from an OpenAI-compatible chat endpoint (`api_key_from_env`)."""
-    completions = asyncio.run(
-        _sample_endpoint(
-            prompts,
-            base_url=base_url,
-            model=model,
-            group_size=group_size,
-            temperature=temperature,
-            concurrency=concurrency,
-            timeout=timeout,
-        )
-    )
-    return Rollouts(completions=completions, source=base_url)
-
-
 def list_ranks(completions: Mapping[str, Sequence[str]]) -> int:
     """The longest parsed list among `completions` (every non-blank line is a rank)."""
     return max((len(parse_list(t)) for texts in completions.values() for t in texts), default=0)
@@ -301,22 +226,3 @@ def diagnose_labels(
     if not results:
         raise RemarkError(f"no request of the labels has lists from policy {policy!r}")
     return pl.DataFrame(results)
-
-
-def save_diagnostics(runs_dir: Path, pipeline: str, report: pl.DataFrame) -> Path:
-    """Keep a diagnose report as ``data/runs/<pipeline>/diagnostics/<policy>.parquet`` (atomic)."""
-    import re
-
-    directory = runs_dir / pipeline / "diagnostics"
-    directory.mkdir(parents=True, exist_ok=True)
-    policy = str(report["policy"][0])
-    path = directory / (re.sub(r"[^A-Za-z0-9_.+-]+", "_", policy) + ".parquet")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    report.write_parquet(tmp)
-    tmp.replace(path)
-    return path
-
-
-def read_diagnostics(runs_dir: Path) -> pl.DataFrame | None:
-    paths = sorted(runs_dir.glob("*/diagnostics/*.parquet"))
-    return pl.concat([pl.read_parquet(p) for p in paths], how="diagonal_relaxed") if paths else None

@@ -21,7 +21,14 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from remark_data.rewards.core import STD_EPSILON, RequestLabels, Shape, apply_shape, eligibility
+from remark_data.rewards.core import (
+    STD_EPSILON,
+    RequestLabels,
+    Shape,
+    rank_discounts,
+    rank_rewards,
+    responder_rank_rewards,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,21 +43,17 @@ class RequestGroup:
 def reward_tensors(
     group: RequestGroup, *, ranks: int, shape: Shape = "exp_inf"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(responder rewards [J, G, K], union rewards [G, K]) for one group, lists padded to K."""
+    """(responder rewards [J, G, K], union rewards [G, K]) for one group, lists padded to K:
+    `rank_rewards` of each list, stacked."""
     labels = group.labels
     n_lists = len(group.lists)
     responder = np.zeros((labels.n_responders, n_lists, ranks))
     union = np.zeros((n_lists, ranks))
     for g, items in enumerate(group.lists):
         padded = list(items[:ranks]) + [None] * max(0, ranks - len(items))
-        flags = eligibility(padded, seen=labels.seen)
-        union[g] = apply_shape(
-            [float(e and i in labels.union) for i, e in zip(padded, flags, strict=True)], shape
-        )
-        for j, chosen in enumerate(labels.responders):
-            responder[j, g] = apply_shape(
-                [float(e and i in chosen) for i, e in zip(padded, flags, strict=True)], shape
-            )
+        union[g] = rank_rewards(padded, labels, reward="union", shape=shape)
+        if labels.n_responders:
+            responder[:, g] = responder_rank_rewards(padded, labels, shape=shape)
     return responder, union
 
 
@@ -63,9 +66,9 @@ def advantages(rewards: np.ndarray, *, scaled: bool) -> np.ndarray:
 
 
 def sequence_reward(rewards: np.ndarray) -> np.ndarray:
-    """One scalar per list for per-prompt statistics: DCG over the ranks, Σ_k r_k / log2(k+1)."""
-    discounts = 1.0 / np.log2(np.arange(rewards.shape[-1]) + 2.0)
-    return rewards @ discounts
+    """One scalar per list for per-prompt statistics: `remark_data.rewards.dcg` over the last
+    axis (the ranks), vectorised with the same discounts."""
+    return rewards @ np.asarray(rank_discounts(rewards.shape[-1]))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,8 @@ from remark_data.errors import RemarkError
 from remark_data.evaluate.gold import gold_frame, read_gold
 from remark_data.evaluate.scoring import score
 from remark_data.runner import RunFolder
+from remark_data.schemas import MATCHED_STATUSES
 from remark_data.stages.ground.matching import normalize_title
-
-MATCHED = ("exact", "normalized", "year_tolerance", "fuzzy")
 
 
 def evaluate_run(
@@ -44,7 +43,7 @@ def evaluate_run(
         by = ["request_id", "comment_id"]
         comments = wanted.select(*by).unique()
         in_gold = mentions.join(comments, on=by)
-        items = in_gold.filter(pl.col("status").is_in(MATCHED)).select(*by, key="item_id")
+        items = in_gold.filter(pl.col("status").is_in(MATCHED_STATUSES)).select(*by, key="item_id")
         rows.append(score(items, wanted.select(*by, "key"), level="comment", by=by,
                           draws=draws, seed=seed))  # fmt: skip
         surfaces = in_gold.select(*by, key="surface_key")

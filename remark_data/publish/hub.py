@@ -17,16 +17,17 @@ import json
 import re
 import shutil
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from remark_data import __version__
 from remark_data.config import Project
 from remark_data.errors import RemarkError
-from remark_data.pipeline import STAGE_NAMES
+from remark_data.publish.card import card_sources, render_card
+from remark_data.reports import Notify, labelled_pipelines, quiet
 from remark_data.runner import RunFolder
 
 #: Marks a folder `build_repo_folder` made, the only kind it will replace. Not uploaded.
@@ -35,13 +36,15 @@ MARKER = ".remark-publish.json"
 _REPO_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?")
 ROW_GROUP_ROWS = 100_000
 SHARD_ROWS = 500_000
-LICENSES = {
-    "protoqa": "CC-BY-4.0 (ProtoQA, iesl/protoqa-data)",
-    "reddit_v2": "Reddit content: Reddit's terms, research use only (via Rank-GRPO's release)",
-    "reddit_movies": "Reddit content: Reddit's terms, research use only; catalog: MovieLens terms",
-    "reddit_books": "Reddit content: Reddit's terms, research use only; catalog: CC-BY-SA-4.0",
-    "reddit_music": "Reddit content: Reddit's terms, research use only; catalogs: HetRec terms",
-}
+
+
+def dataset_licenses(project: Project, pipelines: list[str]) -> dict[str, str]:
+    """Each dataset's license: those of the files its run read, from ``data/sources.toml``
+    (a new dataset needs no edit here)."""
+    return {
+        pipeline: "; ".join(dict.fromkeys(s["license"] for s in card_sources(project, [pipeline])))
+        for pipeline in pipelines
+    }
 
 
 def check_repo_id(repo_id: str) -> str:
@@ -86,140 +89,13 @@ def _write_split(frame: pl.DataFrame, directory: Path, split: str) -> list[Path]
     return paths
 
 
-def _markdown_table(frame: pl.DataFrame) -> str:
-    header = "| " + " | ".join(frame.columns) + " |"
-    rule = "|" + "---|" * len(frame.columns)
-    rows = [
-        "| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else str(v) for v in row) + " |"
-        for row in frame.iter_rows()
-    ]
-    return "\n".join([header, rule, *rows])
-
-
-def _card(
-    *,
-    repo_id: str,
-    configs: dict[str, dict[str, int]],
-    stats: pl.DataFrame,
-    sources: list[dict[str, str]],
-    year_tolerance: dict[str, int],
-) -> str:
-    lines = [
-        "---",
-        "license: other",
-        "license_name: mixed-see-card",
-        "task_categories:",
-        "- text-generation",
-        "tags:",
-        "- recommendation",
-        "- grpo",
-        "- reward-modeling",
-        "configs:",
-    ]
-    for config, splits in configs.items():
-        lines.append(f"- config_name: {config}")
-        lines.append("  data_files:")
-        for split in splits:
-            lines.append(f"  - split: {split}")
-            lines.append(f"    path: {config}/{split}-*.parquet")
-    lines.append("---")
-    table = stats.select(
-        "dataset",
-        "split",
-        "n_requests",
-        "n_responders",
-        "responders_mean",
-        "single_responder_share",
-        "single_mention_share",
-        "union_to_sum",
-        "group_size",
-        "prop2_bound",
-    )
-    body = (
-        f"""
-# {repo_id.split("/")[-1]}: ReMaRk labels for GRPO recommenders
-
-One row per request, labelled with **every** responder's items, instead of one row per responder.
-Reward rank k with 1 when its item is in `union_item_ids` (the union of all responders' items);
-`items[].p_hat` = c_i / n_x (the share of responders who named item i) is there for analysis.
-Built by remark-data {__version__} from public multi-responder data.
-
-```python
-from datasets import load_dataset
-ds = load_dataset("{repo_id}", "reddit_v2")   # configs: {", ".join(configs)}
-```
-
-## Configs and licenses
-
-| config | splits (rows) | license |
-|---|---|---|
-"""
-        + "\n".join(
-            f"| `{c}` | {', '.join(f'{s} ({n:,})' for s, n in splits.items())} "
-            f"| {LICENSES.get(c, 'see the sources')} |"
-            for c, splits in configs.items()
-        )
-        + """
-
-Reddit text and titles stay under Reddit's terms: research use only; do not redistribute
-outside research. `all` concatenates every config (same columns; `dataset` tells them apart).
-
-## Columns
-
-`request_id`, `split`, `source`, `prompt`, `seen_titles`, `seen_item_ids`, `n_responders` (n_x),
-`items` (item_id, title, year, creator, count c_i, p_hat), `union_item_ids`, `responder_item_ids`
-(S_j per responder, in source order), `groundtruth_with_release_year` (the union as Rank-GRPO's
-[title, year] pairs, so its trainer runs unchanged).
-
-## How the labels were built
-
-scrape (requests and responders: distinct comment authors other than the OP, bots and
-`[deleted]`; ProtoQA: each raw answer with count k is k responders; Rank-GRPO rows: one responder
-per row, grouped by exact prompt text) → extract (a catalog gazetteer for Reddit text, or the
-source's own pre-extracted entities) → ground (normalised titles, a release-year tolerance
-per dataset ("""
-        + ", ".join(f"{name}: ±{years}" for name, years in sorted(year_tolerance.items()))
-        + """ years), rapidfuzz, author/artist checks; unmatched and ambiguous mentions kept out of
-the labels) → aggregate (c_i = responders naming item i, p̂_i = c_i / n_x,
-union = {i : c_i ≥ 1}).
-
-## Responder-noise statistics
-
-"""
-        + _markdown_table(table)
-        + """
-
-`single_responder_share`: requests with one responder (where ReMaRk equals per-responder
-training); `single_mention_share`: union items only one responder named; `union_to_sum`:
-Σ min(c_i, 1) / Σ c_i; `prop2_bound`: max/min std of G = `group_size` binary rewards
-(Proposition 2; G is set per dataset).
-
-## Sources
-
-| source | sha256 | license |
-|---|---|---|
-"""
-        + "\n".join(f"| {s['name']} | `{s['sha256']}` | {s['license']} |" for s in sources)
-        + "\n"
-    )
-    return "\n".join(lines) + "\n" + body
-
-
-def _sources(project: Project, pipelines: list[str]) -> list[dict[str, str]]:
-    from remark_data.sources import load_registry
-
-    registry = load_registry(project.sources_registry)
-    by_sha = {entry.sha256: (name, entry.license) for name, entry in registry.items()}
-    seen: dict[str, dict[str, str]] = {}
-    for pipeline in pipelines:
-        store = RunFolder(project.runs_dir / pipeline)
-        for stage in STAGE_NAMES:
-            manifest = store.manifest(stage)
-            inputs = {} if manifest is None else manifest.inputs
-            for role, value in inputs.items():
-                name, license_ = by_sha.get(value.sha256, (f"{pipeline}:{role}", "see the source"))
-                seen[value.sha256] = {"name": name, "sha256": value.sha256, "license": license_}
-    return sorted(seen.values(), key=lambda s: s["name"])
+def _write_config(labels: pl.DataFrame, directory: Path) -> dict[str, int]:
+    """Write one config's splits into `directory`; returns split -> rows."""
+    rows = {}
+    for (split,), part in labels.partition_by("split", as_dict=True, maintain_order=True).items():
+        _write_split(part, directory, str(split))
+        rows[str(split)] = part.height
+    return rows
 
 
 def _check_target(out: Path) -> None:
@@ -264,26 +140,16 @@ def build_repo_folder(
             ground = {} if manifest is None else manifest.config.get("ground", {})
             if "year_tolerance" in ground:
                 year_tolerance[pipeline] = int(ground["year_tolerance"])
-            configs[pipeline] = {}
-            for (split,), part in labels.partition_by(
-                "split", as_dict=True, maintain_order=True
-            ).items():
-                _write_split(part, tmp / pipeline, str(split))
-                configs[pipeline][str(split)] = part.height
+            configs[pipeline] = _write_config(labels, tmp / pipeline)
             everything.append(labels)
-        combined = pl.concat(everything)
-        configs["all"] = {}
-        for (split,), part in combined.partition_by(
-            "split", as_dict=True, maintain_order=True
-        ).items():
-            _write_split(part, tmp / "all", str(split))
-            configs["all"][str(split)] = part.height
-        card = _card(
+        configs["all"] = _write_config(pl.concat(everything), tmp / "all")
+        card = render_card(
             repo_id=repo_id,
             configs=configs,
             stats=pl.concat(stats),
-            sources=_sources(project, pipelines),
+            sources=card_sources(project, pipelines),
             year_tolerance=year_tolerance,
+            licenses=dataset_licenses(project, pipelines),
         )
         (tmp / "README.md").write_text(card)
         (tmp / MARKER).write_text(json.dumps({"repo_id": repo_id, "pipelines": pipelines}))
@@ -375,3 +241,37 @@ def tree(folder: Path) -> str:
         for p in sorted(folder.rglob("*"))
         if p.is_file() and p.name != MARKER
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Published:
+    """What `publish_pipelines` did: the folder it built, its file listing for a dry run, or
+    the Hub commit of the upload (None when nothing changed)."""
+
+    built: BuiltRepo
+    uploaded: bool
+    listing: str | None = None
+    commit: str | None = None
+
+
+def publish_pipelines(
+    project: Project,
+    *,
+    repo_id: str,
+    pipelines: Sequence[str] | None = None,
+    out: Path | None = None,
+    dry_run: bool = False,
+    private: bool = False,
+    notify: Notify = quiet,
+) -> Published:
+    """Build the repository folder for `pipelines` (default: every run with labels) in `out`
+    (default ``data/publish/ORG__NAME``), then upload it unless `dry_run`."""
+    check_repo_id(repo_id)
+    names = list(pipelines) if pipelines else labelled_pipelines(project)
+    target = out or project.data_dir / "publish" / repo_id.replace("/", "__")
+    built = build_repo_folder(project, pipelines=names, out=target, repo_id=repo_id)
+    notify(f"built {built.folder}")
+    if dry_run:
+        return Published(built=built, uploaded=False, listing=tree(built.folder))
+    commit = upload(built.folder, repo_id=repo_id, private=private)
+    return Published(built=built, uploaded=True, commit=commit)

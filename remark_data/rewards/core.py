@@ -1,4 +1,4 @@
-"""Per-rank rewards, shapes, group advantages and ranking metrics (DESIGN.md "Definitions").
+"""Per-rank rewards, the DCG, shapes and group advantages (DESIGN.md "Definitions").
 
 Everything here works on grounded lists: a list is a sequence of item ids, `None` where a rank
 did not ground to a catalog item. Pure Python, no I/O.
@@ -99,6 +99,29 @@ def eligibility(item_ids: Sequence[str | None], *, seen: Iterable[str] = ()) -> 
     return flags
 
 
+def discounted(per_rank: Sequence[float]) -> list[float]:
+    """r_k / log2(k + 1) at each rank k = 1..N: the one DCG discount every DCG here uses.
+
+    >>> [round(x, 4) for x in discounted([1.0, 1.0, 0.0])]
+    [1.0, 0.6309, 0.0]
+    """
+    return [r / math.log2(k + 2) for k, r in enumerate(per_rank)]  # rank k + 1
+
+
+def dcg(per_rank: Sequence[float]) -> float:
+    """DCG@N = Σ_k r_k / log2(k + 1): one scalar per list (scalar rewards, per-prompt statistics).
+
+    >>> round(dcg([1.0, 0.0, 1.0]), 4)
+    1.5
+    """
+    return sum(discounted(per_rank))
+
+
+def rank_discounts(ranks: int) -> list[float]:
+    """1 / log2(k + 1) for k = 1..`ranks`, for vectorised DCGs (``rewards @ discounts``)."""
+    return discounted([1.0] * ranks)
+
+
 def apply_shape(rewards: Sequence[float], shape: Shape) -> list[float]:
     """`exp_inf`: r_k itself; `log_decay`: DCG@k:N = Σ_{m=k..N} r_m / log2(m+1).
 
@@ -109,12 +132,20 @@ def apply_shape(rewards: Sequence[float], shape: Shape) -> list[float]:
         return list(rewards)
     if shape != "log_decay":
         raise ValueError(f"unknown shape {shape!r}")
-    out = [0.0] * len(rewards)
+    terms = discounted(rewards)
+    out = [0.0] * len(terms)
     tail = 0.0
-    for k in range(len(rewards) - 1, -1, -1):
-        tail += rewards[k] / math.log2(k + 2)  # rank m = k + 1
+    for k in range(len(terms) - 1, -1, -1):
+        tail += terms[k]
         out[k] = tail
     return out
+
+
+def _indicator(
+    item_ids: Sequence[str | None], flags: Sequence[int], relevant: frozenset[str]
+) -> list[float]:
+    """e_k · 1[L_k ∈ relevant] per rank."""
+    return [float(e and item in relevant) for item, e in zip(item_ids, flags, strict=True)]
 
 
 def rank_rewards(
@@ -129,17 +160,29 @@ def rank_rewards(
     `marginal`; then the shape."""
     flags = eligibility(item_ids, seen=labels.seen)
     if reward == "union":
-        raw = [float(e and item in labels.union) for item, e in zip(item_ids, flags, strict=True)]
+        raw = _indicator(item_ids, flags, labels.union)
     elif reward == "marginal":
         raw = [e * labels.p_hat.get(item, 0.0) for item, e in zip(item_ids, flags, strict=True)]  # type: ignore[arg-type]
     elif reward == "responder":
         if responder is None:
             raise ValueError("reward='responder' needs the responder index j")
-        chosen = labels.responders[responder]
-        raw = [float(e and item in chosen) for item, e in zip(item_ids, flags, strict=True)]
+        raw = _indicator(item_ids, flags, labels.responders[responder])
     else:
         raise ValueError(f"unknown reward {reward!r}")
     return apply_shape(raw, shape)
+
+
+def responder_rank_rewards(
+    item_ids: Sequence[str | None], labels: RequestLabels, *, shape: Shape = "exp_inf"
+) -> list[list[float]]:
+    """`rank_rewards(..., reward="responder", responder=j)` for every responder j, in order,
+    with the eligibility computed once (the diagnostics need all J of them per list).
+
+    >>> responder_rank_rewards(["a", "b"], RequestLabels.from_sets([{"a"}, {"b"}]))
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    flags = eligibility(item_ids, seen=labels.seen)
+    return [apply_shape(_indicator(item_ids, flags, s), shape) for s in labels.responders]
 
 
 def group_advantages(
@@ -164,94 +207,3 @@ def group_advantages(
         for g in range(group):
             out[g][k] = (column[g] - mean) / denominator
     return out
-
-
-def _hits(item_ids: Sequence[str | None], relevant: frozenset[str] | set[str], k: int) -> list[int]:
-    earlier: set[str] = set()
-    hits = []
-    for item in item_ids[:k]:
-        hits.append(int(item is not None and item in relevant and item not in earlier))
-        if item is not None:
-            earlier.add(item)
-    return hits
-
-
-def recall_at_k(item_ids: Sequence[str | None], relevant: Iterable[str], k: int) -> float | None:
-    """|distinct relevant items in the top k| / |relevant|; None when nothing is relevant.
-
-    >>> recall_at_k(["a", "x", "a", "b"], {"a", "b", "c", "d"}, 3)
-    0.25
-    """
-    relevant = frozenset(relevant)
-    if not relevant:
-        return None
-    return sum(_hits(item_ids, relevant, k)) / len(relevant)
-
-
-def ndcg_at_k(item_ids: Sequence[str | None], relevant: Iterable[str], k: int) -> float | None:
-    """Binary NDCG@k (repeats count once); None when nothing is relevant.
-
-    >>> round(ndcg_at_k(["x", "a"], {"a"}, 2), 4)
-    0.6309
-    """
-    relevant = frozenset(relevant)
-    if not relevant:
-        return None
-    dcg = sum(h / math.log2(i + 2) for i, h in enumerate(_hits(item_ids, relevant, k)))
-    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), k)))
-    return dcg / ideal
-
-
-def responder_metric(
-    item_ids: Sequence[str | None],
-    labels: RequestLabels,
-    k: int,
-    *,
-    metric: Literal["recall", "ndcg"] = "recall",
-) -> list[float]:
-    """The metric against each responder j with S_j non-empty (Rank-GRPO's per-row protocol)."""
-    fn = recall_at_k if metric == "recall" else ndcg_at_k
-    return [fn(item_ids, s, k) for s in labels.responders if s]  # type: ignore[misc]
-
-
-def dataset_metrics(
-    lists: Iterable[tuple[Sequence[str | None], RequestLabels]], k: int
-) -> dict[str, float]:
-    """Recall@k and NDCG@k of many (list, labels) pairs against the union and per responder.
-
-    Per responder, `per_row` averages over every (list, responder j with S_j ≠ ∅) pair, so a
-    request weighs as much as its responder count (Rank-GRPO's protocol); `per_request` first
-    averages over a request's responders. For ProtoQA the items are answer clusters, so these are
-    recall@k over clusters.
-
-    >>> labels = RequestLabels.from_sets([{"a"}, {"b"}, {"b"}])
-    >>> m = dataset_metrics([(["b"], labels), (["a"], RequestLabels.from_sets([{"a"}]))], k=1)
-    >>> m["recall_union"], m["recall_responder_per_row"], m["recall_responder_per_request"]
-    (0.75, 0.75, 0.8333333333333333)
-    """
-    union_recall, union_ndcg = [], []
-    row_recall, row_ndcg, request_recall, request_ndcg = [], [], [], []
-    for item_ids, labels in lists:
-        recall = recall_at_k(item_ids, labels.union, k)
-        if recall is None:
-            continue
-        union_recall.append(recall)
-        union_ndcg.append(ndcg_at_k(item_ids, labels.union, k) or 0.0)
-        per_j_recall = responder_metric(item_ids, labels, k, metric="recall")
-        per_j_ndcg = responder_metric(item_ids, labels, k, metric="ndcg")
-        row_recall += per_j_recall
-        row_ndcg += per_j_ndcg
-        request_recall.append(sum(per_j_recall) / len(per_j_recall))
-        request_ndcg.append(sum(per_j_ndcg) / len(per_j_ndcg))
-
-    def mean(values: list[float]) -> float:
-        return sum(values) / len(values) if values else math.nan
-
-    return {
-        "recall_union": mean(union_recall),
-        "ndcg_union": mean(union_ndcg),
-        "recall_responder_per_row": mean(row_recall),
-        "ndcg_responder_per_row": mean(row_ndcg),
-        "recall_responder_per_request": mean(request_recall),
-        "ndcg_responder_per_request": mean(request_ndcg),
-    }

@@ -41,9 +41,7 @@ class RunResources:
             from remark_data.schemas import conform
             from remark_data.stages.ground.catalogs import load_catalog
 
-            loaded = load_catalog(
-                self.spec.catalog.format, self.catalog_files(), dataset=self.spec.name
-            )
+            loaded = load_catalog(self.spec.catalog, self.catalog_files(), dataset=self.spec.name)
             self._catalog = None if loaded is None else conform(loaded, "catalog")
             self._catalog_loaded = True
         return self._catalog

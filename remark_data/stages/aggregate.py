@@ -13,11 +13,10 @@ import polars as pl
 import pyarrow as pa
 
 from remark_data.runner.stage import Stage, StageOutput
+from remark_data.schemas import MATCHED_STATUSES
 
 if TYPE_CHECKING:
     from remark_data.runner.context import StageContext
-
-MATCHED = ("exact", "normalized", "year_tolerance", "fuzzy")
 
 
 def _responder_slots(responder_items: pl.LazyFrame, n_responders: pl.DataFrame) -> pl.DataFrame:
@@ -100,7 +99,7 @@ def build_labels(
     catalog: pl.DataFrame,
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """The `labels` table (one row per request with ≥ 1 responder) and counters."""
-    grounded = groundings.lazy().filter(pl.col("status").is_in(MATCHED))
+    grounded = groundings.lazy().filter(pl.col("status").is_in(MATCHED_STATUSES))
     seen_pairs = grounded.filter(pl.col("role") == "seen").select("request_id", "item_id")
     # Only recommended mentions count, and never a title the requester named (a seen item).
     responder_items = (

@@ -145,7 +145,7 @@ class _KeyServer:
 )
 def test_endpoint_key_follows_the_extraction_rule(monkeypatch, env, expected) -> None:
     """REMARK_LLM_API_KEY first, then OPENAI_API_KEY, as LLM extraction does."""
-    from remark_data.diagnose.rollouts import sample_endpoint
+    from remark_data.diagnose.endpoint import sample_endpoint
 
     for name in ("REMARK_LLM_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
@@ -162,3 +162,19 @@ def test_endpoint_key_follows_the_extraction_rule(monkeypatch, env, expected) ->
 def test_diagnose_needs_exactly_one_policy(ran) -> None:
     result = remark(ran, "diagnose", "reddit_v2")
     assert result.returncode == 2 and "choose exactly one" in result.stderr
+
+
+def test_diagnose_is_one_library_call(built_project) -> None:
+    """What the command calls: the report it renders, kept under the run."""
+    from remark_data.diagnose.report import Popularity, choose_policy, run_diagnosis
+    from remark_data.errors import RemarkError
+
+    report = run_diagnosis(built_project, "reddit_v2", policy=Popularity(), group_size=4, limit=10)
+    assert report.policy == "popularity" and report.frame["n_requests"].to_list() == [10]
+    assert report.saved == built_project.runs_dir / "reddit_v2/diagnostics/popularity.parquet"
+    assert report.metrics().columns == ["metric", "reddit_v2/train"]
+    ((where, verdict),) = report.verdicts()
+    assert where == "reddit_v2/train" and verdict.startswith("Under per-responder rewards")
+    assert choose_policy(popularity=True) == Popularity()
+    with pytest.raises(RemarkError, match="choose exactly one"):
+        choose_policy(popularity=True, endpoint="http://127.0.0.1:9/v1")

@@ -7,7 +7,8 @@ import pytest
 from nbclient import NotebookClient
 
 from remark_data.database import refresh_database
-from remark_data.diagnose.rollouts import diagnose_labels, save_diagnostics
+from remark_data.diagnose.rollouts import diagnose_labels
+from remark_data.diagnose.saved import save_diagnostics
 from tests.conftest import REPO, run_folder
 from tests.test_cli import remark
 

@@ -150,3 +150,36 @@ def test_unreachable_hub_is_one_line(built_project, tmp_path) -> None:
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("error: upload to org/remark failed (ConnectError")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_card_prose_is_a_packaged_template(built_project, tmp_path) -> None:
+    """The card's prose lives in `remark_data/publish/card.md`; every placeholder is filled."""
+    from importlib import resources
+
+    from remark_data.publish.card import card_template, render_card
+
+    assert resources.files("remark_data.publish").joinpath("card.md").is_file()
+    names = set(card_template().get_identifiers())
+    assert {"repo_id", "configs_yaml", "stats_table", "source_rows"} <= names
+    out = tmp_path / "repo"
+    build_repo_folder(built_project, pipelines=["reddit_v2"], out=out, repo_id="o/r")
+    card = (out / "README.md").read_text()
+    assert "${" not in card and card.startswith("---\nlicense: other\n")
+    assert "# r: ReMaRk labels for GRPO recommenders" in card
+    stats = run_folder(built_project, "reddit_v2").read("stats", "stats")
+    small = render_card(repo_id="o/x", configs={"reddit_v2": {"train": 40}}, stats=stats,
+                        sources=[], year_tolerance={"reddit_v2": 2},
+                        licenses={"reddit_v2": "research use"})  # fmt: skip
+    assert "| `reddit_v2` | train (40) | research use |" in small
+    assert "per dataset (reddit_v2: ±2 years)" in small and small.endswith("|---|---|---|\n\n")
+
+
+def test_publish_is_one_library_call(built_project, tmp_path) -> None:
+    from remark_data.publish.hub import publish_pipelines
+
+    notes: list[str] = []
+    done = publish_pipelines(built_project, repo_id="org/one", out=tmp_path / "one",
+                             dry_run=True, notify=notes.append)  # fmt: skip
+    assert notes == [f"built {done.built.folder}"] and not done.uploaded
+    assert done.listing is not None and "reddit_v2/train-00000-of-00001.parquet" in done.listing
+    assert list(done.built.configs) == ["protoqa", "reddit_v2", "all"]

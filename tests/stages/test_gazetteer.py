@@ -119,7 +119,7 @@ def movie_gazetteer():
         project = make_project(Path(tmp) / "p")
         spec = load_pipeline_spec(project.pipeline_path("reddit_movies"))
         files = Fetcher(project).resolve(files=spec.catalog.files, paths=spec.catalog.paths)
-        catalog = load_catalog(spec.catalog.format, files, dataset="reddit_movies")
+        catalog = load_catalog(spec.catalog, files, dataset="reddit_movies")
     names = catalog.filter(pl.col("kind") == "movie").select(
         "item_id", pl.concat_list("title", "aliases").alias("name")
     )

@@ -13,7 +13,7 @@ from remark_data.runner.context import StageContext
 from remark_data.runner.stage import Stage, StageOutput
 from remark_data.schemas import conform
 from remark_data.stages.extract.gazetteer import Gazetteer, gazetteer_mentions
-from remark_data.stages.extract.llm import LLMSettings, extract_with_llm, llm_mentions
+from remark_data.stages.extract.llm import extract_with_llm, llm_mentions
 
 
 def _texts(context: StageContext, *, seen: bool) -> pl.DataFrame:
@@ -60,27 +60,15 @@ def _with_gazetteer(context: StageContext) -> StageOutput:
 def _with_llm(context: StageContext) -> StageOutput:
     spec = context.spec.extract
     assert spec is not None and spec.llm is not None
-    settings = LLMSettings(
-        base_url=spec.llm.base_url,
-        model=spec.llm.model,
-        kind=spec.kinds[0],
-        prompt_version=spec.llm.prompt_version,
-        temperature=spec.llm.temperature,
-        seed=spec.llm.seed,
-        concurrency=spec.llm.concurrency,
-        timeout=spec.llm.timeout,
-        max_retries=spec.llm.max_retries,
-        batch_chars=spec.llm.batch_chars,
-        batch_size=spec.llm.batch_size,
-    )
     texts = _texts(context, seen=spec.seen).filter(pl.col("text").str.strip_chars() != "")
     summary = extract_with_llm(
         dict(enumerate(texts["text"])),
-        settings,
+        spec=spec.llm,
+        kinds=spec.kinds,
         cache_path=context.project.data_dir / "cache" / "llm" / "extractions.sqlite",
     )
     context.progress(summary.line())
-    mentions = llm_mentions(texts, summary, settings)
+    mentions = llm_mentions(texts, summary=summary, spec=spec.llm, kinds=spec.kinds)
     counters: dict[str, int | float] = {
         "texts": summary.texts,
         "unique_texts": summary.unique_texts,

@@ -1,57 +1,23 @@
-"""Catalog loaders into the `catalog` table. Item ids are derived from content, so they are
-stable across runs: ``<catalog>:<normalised-title-slug>:<year>``.
+"""Catalog loaders into the `catalog` table, each registered with its format in `CATALOGS`.
+Item ids are derived from content, so they are stable across runs:
+``<catalog>:<normalised-title-slug>:<year>``.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import pickle
-import pickletools
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 import polars as pl
 
 from remark_data.errors import RemarkError
 from remark_data.frames import with_normalized_key
-
-# Opcodes that only build lists, tuples, strings and ints (plus framing and memo bookkeeping).
-# No GLOBAL/STACK_GLOBAL/REDUCE/BUILD/INST/OBJ: nothing that names or calls an object.
-_SAFE_OPCODES = frozenset(
-    {
-        "PROTO", "FRAME", "STOP", "MARK", "POP", "POP_MARK", "DUP",
-        "MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET",
-        "EMPTY_LIST", "APPEND", "APPENDS", "LIST",
-        "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
-        "INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4",
-        "STRING", "BINSTRING", "SHORT_BINSTRING",
-        "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8",
-    }
-)  # fmt: skip
-
-
-class _NoGlobals(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> object:
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
-
-
-def load_restricted_pickle(path: Path) -> object:
-    """Unpickle a file made only of lists, tuples, strings and ints; refuse anything else.
-
-    The opcode stream is checked before anything is built, so a pickle that would import or
-    call code is refused without running a single instruction of it.
-    """
-    data = path.read_bytes()
-    try:
-        for opcode, _, position in pickletools.genops(data):
-            if opcode.name not in _SAFE_OPCODES:
-                raise RemarkError(
-                    f"{path}: refusing pickle: opcode {opcode.name} at byte {position} "
-                    "(only lists, tuples, strings and ints are accepted)"
-                )
-        return _NoGlobals(io.BytesIO(data)).load()
-    except (pickle.UnpicklingError, ValueError, EOFError) as exc:
-        raise RemarkError(f"{path}: not a valid pickle ({exc})") from exc
+from remark_data.stages.ground.pickles import load_restricted_pickle
+from remark_data.stages.scrape.spec import FileRefs, format_names
 
 
 def load_rank_grpo_catalog(path: Path, *, dataset: str) -> pl.DataFrame:
@@ -145,7 +111,7 @@ def _movielens_titles(movies: Path, links: Path) -> pl.DataFrame:
     )
 
 
-def load_movie_catalog(files: dict[str, Path], *, dataset: str) -> pl.DataFrame:
+def load_movie_catalog(files: Mapping[str, Path], *, dataset: str) -> pl.DataFrame:
     """MovieLens + Rank-GRPO + Reddit-Movie v1, deduplicated by IMDb id where known, else by
     normalised title + year. Ids: ``imdb:tt…`` or ``mv:<title-slug>:<year>``."""
     entity = json.loads(files["reddit_movie_v1"].read_text())
@@ -217,7 +183,7 @@ def load_goodbooks_catalog(path: Path, *, dataset: str) -> pl.DataFrame:
     return _catalog_frame(frame, dataset=dataset, kind="book")
 
 
-def load_music_catalog(files: dict[str, Path], *, dataset: str) -> pl.DataFrame:
+def load_music_catalog(files: Mapping[str, Path], *, dataset: str) -> pl.DataFrame:
     """Last.fm artists and the Rolling Stone 500 albums (a Mac-Roman CSV)."""
     artists = pl.read_csv(
         files["artists"], separator="\t", quote_char=None, infer_schema_length=None
@@ -244,16 +210,87 @@ def load_music_catalog(files: dict[str, Path], *, dataset: str) -> pl.DataFrame:
     )
 
 
-def load_catalog(fmt: str, files: dict[str, Path], *, dataset: str) -> pl.DataFrame | None:
+class CatalogSpec(FileRefs):
+    """The ``[catalog]`` table; each catalog format below subclasses it."""
+
+
+class NoCatalog(CatalogSpec):
+    format: Literal["none"] = "none"
+
+
+class RankGrpoCatalog(CatalogSpec):
+    format: Literal["rank_grpo_pickle"]
+    roles: ClassVar[tuple[str, ...]] = ("catalog",)
+
+
+class MovieCatalog(CatalogSpec):
+    format: Literal["movies_merged"]
+    roles: ClassVar[tuple[str, ...]] = (
+        "movielens_movies",
+        "movielens_links",
+        "rank_grpo",
+        "reddit_movie_v1",
+    )
+
+
+class GoodbooksCatalog(CatalogSpec):
+    format: Literal["goodbooks"]
+    roles: ClassVar[tuple[str, ...]] = ("books",)
+
+
+class MusicCatalog(CatalogSpec):
+    format: Literal["music"]
+    roles: ClassVar[tuple[str, ...]] = ("artists", "albums")
+
+
+C = TypeVar("C", bound=CatalogSpec, contravariant=True)
+
+
+class Loader(Protocol[C]):
+    def __call__(
+        self, catalog: C, files: Mapping[str, Path], *, dataset: str
+    ) -> pl.DataFrame | None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogFormat(Generic[C]):
+    """A catalog format: its spec model (`format` Literal, file `roles`) and its loader."""
+
+    spec: type[C]
+    load: Loader[C]
+
+
+#: format name -> its record; the pipeline spec's `catalog` union is built from it.
+CATALOGS: dict[str, CatalogFormat[Any]] = {
+    format_names(record.spec)[0]: record
+    for record in (
+        CatalogFormat(spec=NoCatalog, load=lambda c, files, *, dataset: None),
+        CatalogFormat(
+            spec=RankGrpoCatalog,
+            load=lambda c, files, *, dataset: load_rank_grpo_catalog(
+                files["catalog"], dataset=dataset
+            ),
+        ),
+        CatalogFormat(
+            spec=MovieCatalog,
+            load=lambda c, files, *, dataset: load_movie_catalog(files, dataset=dataset),
+        ),
+        CatalogFormat(
+            spec=GoodbooksCatalog,
+            load=lambda c, files, *, dataset: load_goodbooks_catalog(
+                files["books"], dataset=dataset
+            ),
+        ),
+        CatalogFormat(
+            spec=MusicCatalog,
+            load=lambda c, files, *, dataset: load_music_catalog(files, dataset=dataset),
+        ),
+    )
+}
+
+
+def load_catalog(
+    catalog: CatalogSpec, files: Mapping[str, Path], *, dataset: str
+) -> pl.DataFrame | None:
     """The global catalog a spec names, or None for `format = "none"`."""
-    if fmt == "none":
-        return None
-    if fmt == "rank_grpo_pickle":
-        return load_rank_grpo_catalog(files["catalog"], dataset=dataset)
-    if fmt == "movies_merged":
-        return load_movie_catalog(files, dataset=dataset)
-    if fmt == "goodbooks":
-        return load_goodbooks_catalog(files["books"], dataset=dataset)
-    if fmt == "music":
-        return load_music_catalog(files, dataset=dataset)
-    raise RemarkError(f"unknown catalog format {fmt!r}")
+    return CATALOGS[catalog.format].load(catalog, files, dataset=dataset)

@@ -151,77 +151,109 @@ def ground_mentions(
     for method in methods:
         if pending.is_empty():
             break
-        if method == "fuzzy":
-            candidates = _fuzzy_candidates(
-                pending, keys, cutoff=fuzzy_cutoff, creator_cutoff=creator_cutoff
-            )
-            if candidates.is_empty():
-                continue
-        else:
-            probe = (
-                pending.with_columns(pl.col("surface").alias("key"))
-                if method == "exact"
-                else with_normalized_key(pending, "surface")
-            )
-            candidates = _candidates(probe, keys, method)
-        candidates = candidates.with_columns(
-            pl.when(pl.col("year").is_null() | pl.col("item_year").is_null())
-            .then(0)
-            .otherwise((pl.col("year") - pl.col("item_year")).abs())
-            .alias("distance")
+        candidates = _method_candidates(
+            pending, keys, method, fuzzy_cutoff=fuzzy_cutoff, creator_cutoff=creator_cutoff
         )
-        within = _creator_agrees(
-            candidates.filter(pl.col("distance") <= year_tolerance), creator_cutoff
-        )
-        # Highest score first, then the nearest year; ties between items are ambiguous.
-        best = (
-            within.filter(pl.col("score") == pl.col("score").max().over("mention_id"))
-            .filter(pl.col("distance") == pl.col("distance").min().over("mention_id"))
-            .group_by("mention_id")
-            .agg(
-                pl.col("item_id").unique().sort().alias("item_ids"),
-                pl.col("distance").first(),
-                pl.col("score").first(),
-            )
-        )
-        decided = pending.join(best, on="mention_id").select(
-            *_base(),
-            pl.when(pl.col("item_ids").list.len() == 1)
-            .then(pl.col("item_ids").list.first())
-            .alias("item_id"),
-            pl.when(pl.col("item_ids").list.len() > 1)
-            .then(pl.lit("ambiguous"))
-            .when(pl.lit(method == "fuzzy"))
-            .then(pl.lit("fuzzy"))
-            .when(pl.col("distance") > 0)
-            .then(pl.lit("year_tolerance"))
-            .otherwise(pl.lit(method))
-            .alias("status"),
-            "score",
-            pl.when(pl.col("item_ids").list.len() > 1)
-            .then(
-                pl.format(
-                    "{} items match: {}",
-                    pl.col("item_ids").list.len(),
-                    pl.col("item_ids").list.join(", "),
-                )
-            )
-            .alias("reason"),
-        )
-        resolved.append(decided)
+        if candidates.width == 0:  # fuzzy found no name at all
+            continue
+        candidates = candidates.with_columns(_year_distance())
+        best = _best(candidates, year_tolerance=year_tolerance, creator_cutoff=creator_cutoff)
+        resolved.append(_decided(pending.join(best, on="mention_id"), method))
         nearest_miss.append(
             candidates.join(best, on="mention_id", how="anti")
             .group_by("mention_id")
             .agg(pl.col("item_year").sort_by("distance").first().alias("nearest_year"))
         )
         pending = pending.join(best, on="mention_id", how="anti")
+    unmatched = _unmatched(pending, nearest_miss, year_tolerance=year_tolerance)
+    return pl.concat([*resolved, unmatched], how="vertical_relaxed").select(_GROUNDING_COLUMNS)
+
+
+def _year_distance() -> pl.Expr:
+    return (
+        pl.when(pl.col("year").is_null() | pl.col("item_year").is_null())
+        .then(0)
+        .otherwise((pl.col("year") - pl.col("item_year")).abs())
+        .alias("distance")
+    )
+
+
+def _best(candidates: pl.DataFrame, *, year_tolerance: int, creator_cutoff: float) -> pl.DataFrame:
+    """Per mention, the items with the highest score, then the nearest year (within the
+    tolerance and not contradicting the named creator); several left is ambiguous."""
+    within = _creator_agrees(
+        candidates.filter(pl.col("distance") <= year_tolerance), creator_cutoff
+    )
+    return (
+        within.filter(pl.col("score") == pl.col("score").max().over("mention_id"))
+        .filter(pl.col("distance") == pl.col("distance").min().over("mention_id"))
+        .group_by("mention_id")
+        .agg(
+            pl.col("item_id").unique().sort().alias("item_ids"),
+            pl.col("distance").first(),
+            pl.col("score").first(),
+        )
+    )
+
+
+def _method_candidates(
+    pending: pl.DataFrame,
+    keys: pl.DataFrame,
+    method: str,
+    *,
+    fuzzy_cutoff: float,
+    creator_cutoff: float,
+) -> pl.DataFrame:
+    """(mention, item) candidate pairs that one key method finds, with a score; a frame with no
+    columns when fuzzy matching finds no name at all."""
+    if method == "fuzzy":
+        return _fuzzy_candidates(pending, keys, cutoff=fuzzy_cutoff, creator_cutoff=creator_cutoff)
+    probe = (
+        pending.with_columns(pl.col("surface").alias("key"))
+        if method == "exact"
+        else with_normalized_key(pending, "surface")
+    )
+    return _candidates(probe, keys, method)
+
+
+def _decided(matched: pl.DataFrame, method: str) -> pl.DataFrame:
+    """Grounding rows for mentions whose best candidates are `item_ids`: one item is a match,
+    several are ambiguous (listed in the reason)."""
+    several = pl.col("item_ids").list.len() > 1
+    return matched.select(
+        *_base(),
+        pl.when(~several).then(pl.col("item_ids").list.first()).alias("item_id"),
+        pl.when(several)
+        .then(pl.lit("ambiguous"))
+        .when(pl.lit(method == "fuzzy"))
+        .then(pl.lit("fuzzy"))
+        .when(pl.col("distance") > 0)
+        .then(pl.lit("year_tolerance"))
+        .otherwise(pl.lit(method))
+        .alias("status"),
+        "score",
+        pl.when(several)
+        .then(
+            pl.format(
+                "{} items match: {}",
+                pl.col("item_ids").list.len(),
+                pl.col("item_ids").list.join(", "),
+            )
+        )
+        .alias("reason"),
+    )
+
+
+def _unmatched(
+    pending: pl.DataFrame, nearest_miss: list[pl.DataFrame], *, year_tolerance: int
+) -> pl.DataFrame:
+    """Grounding rows for mentions no method matched, with the nearest catalog year missed."""
     misses = pl.concat(nearest_miss).unique("mention_id") if nearest_miss else None
-    unmatched = pending
     if misses is not None and not misses.is_empty():
-        unmatched = unmatched.join(misses, on="mention_id", how="left")
+        pending = pending.join(misses, on="mention_id", how="left")
     else:
-        unmatched = unmatched.with_columns(pl.lit(None, dtype=pl.Int64).alias("nearest_year"))
-    unmatched = unmatched.select(
+        pending = pending.with_columns(pl.lit(None, dtype=pl.Int64).alias("nearest_year"))
+    return pending.select(
         *_base(),
         pl.lit(None, dtype=pl.String).alias("item_id"),
         pl.lit("unmatched").alias("status"),
@@ -238,7 +270,6 @@ def ground_mentions(
         .otherwise(pl.lit("no catalog key"))
         .alias("reason"),
     )
-    return pl.concat([*resolved, unmatched], how="vertical_relaxed").select(_GROUNDING_COLUMNS)
 
 
 def _base() -> list[pl.Expr]:

@@ -9,26 +9,30 @@ responders, with an empty item set, because they still count in n_x.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import polars as pl
 
 from remark_data.errors import RemarkError
 from remark_data.frames import with_normalized_key
-from remark_data.stages.scrape import ScrapedSource, requests_table
+from remark_data.stages.scrape import (
+    ScrapedSource,
+    SourceFormat,
+    mentions_table,
+    read_jsonl,
+    requests_table,
+    responses_table,
+)
+from remark_data.stages.scrape.spec import SourceSpec
 
-
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open() as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RemarkError(f"{path}:{number}: malformed JSON ({exc.msg})") from exc
+ANSWER_SCHEMA = {
+    "request_id": pl.String,
+    "answer_index": pl.Int64,
+    "answer": pl.String,
+    "count": pl.Int64,
+}
 
 
 def _expand(
@@ -45,30 +49,14 @@ def _expand(
             pl.int_range(pl.len()).over("request_id").alias("responder_index"),
         )
     )
-    mentions = responses.select(
-        pl.lit(dataset).alias("dataset"),
-        "request_id",
-        "response_id",
-        "responder_index",
-        (pl.col("response_id") + "#0").alias("mention_id"),
-        pl.lit("response").alias("role"),
-        pl.lit("answer").alias("kind"),
-        pl.col("answer").alias("surface"),
-        pl.lit(None, dtype=pl.Int64).alias("year"),
-        pl.lit(None, dtype=pl.String).alias("creator"),
-        pl.lit("recommended").alias("stance"),
-        pl.lit("source").alias("extractor"),
+    mentions = mentions_table(
+        responses,
+        dataset=dataset,
+        mention_id=pl.col("response_id") + "#0",
+        kind=pl.lit("answer"),
+        surface=pl.col("answer"),
     )
-    responses = responses.select(
-        pl.lit(dataset).alias("dataset"),
-        "request_id",
-        "response_id",
-        "responder_index",
-        pl.col("response_id").alias("responder_id"),
-        pl.col("answer").alias("text"),
-        pl.lit(None, dtype=pl.String).alias("responder_flag"),
-    )
-    return requests, responses, mentions
+    return requests, responses_table(responses, dataset=dataset, text=pl.col("answer")), mentions
 
 
 def _cluster_catalog(clusters: pl.DataFrame, answers: pl.DataFrame, dataset: str) -> pl.DataFrame:
@@ -95,48 +83,44 @@ def _cluster_catalog(clusters: pl.DataFrame, answers: pl.DataFrame, dataset: str
     )
 
 
+_DevRows = tuple[tuple[str, str], list[tuple[str, int, str, int]], list[tuple[str, str, str]]]
+
+
+def _dev_record(record: dict[str, Any]) -> _DevRows:
+    """One dev question: (request_id, prompt), its raw answers and its clusters' answers."""
+    request_id = record["metadata"]["id"]
+    raw = record["answers"]["raw"].items()
+    answers = [(request_id, i, answer, int(count)) for i, (answer, count) in enumerate(raw)]
+    clusters = [
+        (request_id, cluster_id, answer)
+        for cluster_id, cluster in record["answers"]["clusters"].items()
+        for answer in cluster["answers"]
+    ]
+    return (request_id, record["question"]["original"]), answers, clusters
+
+
 def read_protoqa_dev(path: Path, *, dataset: str, source: str, split: str) -> ScrapedSource:
     """`dev.crowdsourced.jsonl` or `dev.scraped.jsonl` (same layout)."""
-    questions: dict[str, list[Any]] = {"request_id": [], "prompt": []}
-    answers: dict[str, list[Any]] = {
-        "request_id": [],
-        "answer_index": [],
-        "answer": [],
-        "count": [],
-    }
-    clusters: dict[str, list[Any]] = {"request_id": [], "item_id": [], "answer": []}
-    for record in _read_jsonl(path):
-        try:
-            request_id = record["metadata"]["id"]
-            questions["request_id"].append(request_id)
-            questions["prompt"].append(record["question"]["original"])
-            for index, (answer, count) in enumerate(record["answers"]["raw"].items()):
-                answers["request_id"].append(request_id)
-                answers["answer_index"].append(index)
-                answers["answer"].append(answer)
-                answers["count"].append(int(count))
-            for cluster_id, cluster in record["answers"]["clusters"].items():
-                for answer in cluster["answers"]:
-                    clusters["request_id"].append(request_id)
-                    clusters["item_id"].append(cluster_id)
-                    clusters["answer"].append(answer)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RemarkError(f"{path}: question record lacks ProtoQA fields ({exc})") from exc
+    records = list(read_jsonl(path, _dev_record, what="a ProtoQA question record"))
+    questions = pl.DataFrame(
+        [question for question, _, _ in records],
+        schema={"request_id": pl.String, "prompt": pl.String},
+        orient="row",
+    )
     answer_frame = pl.DataFrame(
-        answers,
-        schema={
-            "request_id": pl.String,
-            "answer_index": pl.Int64,
-            "answer": pl.String,
-            "count": pl.Int64,
-        },
+        [row for _, answers, _ in records for row in answers], schema=ANSWER_SCHEMA, orient="row"
+    )
+    clusters = pl.DataFrame(
+        [row for _, _, clusters in records for row in clusters],
+        schema={"request_id": pl.String, "item_id": pl.String, "answer": pl.String},
+        orient="row",
     )
     requests, responses, mentions = _expand(
-        answer_frame, pl.DataFrame(questions), dataset=dataset, source=source, split=split
+        answer_frame, questions, dataset=dataset, source=source, split=split
     )
-    catalog = _cluster_catalog(pl.DataFrame(clusters), answer_frame, dataset)
+    catalog = _cluster_catalog(clusters, answer_frame, dataset)
     clustered = answer_frame.join(
-        pl.DataFrame(clusters).select("request_id", "answer").unique(),
+        clusters.select("request_id", "answer").unique(),
         on=["request_id", "answer"],
         how="semi",
     )
@@ -171,12 +155,7 @@ def read_protoqa_train(
             for qid, counts in answer_map.items()
             for index, (answer, count) in enumerate(counts.items())
         ],
-        schema={
-            "request_id": pl.String,
-            "answer_index": pl.Int64,
-            "answer": pl.String,
-            "count": pl.Int64,
-        },
+        schema=ANSWER_SCHEMA,
         orient="row",
     )
     questions = pl.DataFrame(
@@ -196,3 +175,39 @@ def read_protoqa_train(
         catalog=_cluster_catalog(clusters, answer_frame, dataset),
         counters={"questions_without_answers": len(question_map) - len(answer_map)},
     )
+
+
+class ProtoQADev(SourceSpec):
+    """A ProtoQA dev file, crowdsourced or scraped (the same layout)."""
+
+    format: Literal["protoqa_crowdsourced", "protoqa_scraped"]
+    roles: ClassVar[tuple[str, ...]] = ("answers",)
+
+
+class ProtoQATrain(SourceSpec):
+    """The simplified ProtoQA train set: questions and answer counts in two JSON files."""
+
+    format: Literal["protoqa_train_simplified"]
+    roles: ClassVar[tuple[str, ...]] = ("questions", "answers")
+
+
+def _read_dev(source: ProtoQADev, files: Mapping[str, Path], *, dataset: str) -> ScrapedSource:
+    return read_protoqa_dev(
+        files["answers"], dataset=dataset, source=source.name, split=source.split
+    )
+
+
+def _read_train(source: ProtoQATrain, files: Mapping[str, Path], *, dataset: str) -> ScrapedSource:
+    return read_protoqa_train(
+        files["questions"],
+        files["answers"],
+        dataset=dataset,
+        source=source.name,
+        split=source.split,
+    )
+
+
+FORMATS = (
+    SourceFormat(spec=ProtoQADev, read=_read_dev),
+    SourceFormat(spec=ProtoQATrain, read=_read_train),
+)

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import ClassVar, Literal
 
 import polars as pl
 
 from remark_data.errors import RemarkError
-from remark_data.stages.scrape import ScrapedSource
+from remark_data.stages.scrape import (
+    ScrapedSource,
+    SourceFormat,
+    mentions_table,
+    requests_table,
+    responses_table,
+)
+from remark_data.stages.scrape.spec import SourceSpec
 
 REQUIRED_COLUMNS = ("prompt", "seen_titles", "groundtruth_with_release_year")
 
@@ -72,8 +81,9 @@ def load_rows(path: Path, *, split: str) -> pl.DataFrame:
     return rows
 
 
-def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) -> ScrapedSource:
-    rows = load_rows(path, split=split).with_row_index("row")
+def _texts_and_ids(rows: pl.DataFrame, *, source: str) -> pl.DataFrame:
+    """Rows with prompt_text, completion_text, request_id, response_id and responder_index."""
+    rows = rows.with_row_index("row")
     if "sample_id" not in rows.columns:
         rows = rows.with_columns(pl.format("row{}", "row").alias("sample_id"))
     rows = rows.with_columns(
@@ -92,10 +102,49 @@ def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) ->
     prompts = prompts.with_columns(
         pl.Series("request_id", [prompt_request_id(t) for t in prompts["prompt_text"]])
     )
-    rows = rows.join(prompts, on="prompt_text", how="left", maintain_order="left").with_columns(
+    return rows.join(prompts, on="prompt_text", how="left", maintain_order="left").with_columns(
         pl.format("{}/{}", pl.lit(source), "sample_id").alias("response_id"),
         pl.int_range(pl.len()).over("request_id").alias("responder_index"),
     )
+
+
+def _mentions(rows: pl.DataFrame, requests: pl.DataFrame, *, dataset: str) -> pl.DataFrame:
+    """Each row's ground-truth titles (the responder's), then each request's seen titles."""
+    truth = (
+        rows.select("request_id", "response_id", "responder_index", "groundtruth_with_release_year")
+        .explode("groundtruth_with_release_year")
+        .drop_nulls("groundtruth_with_release_year")
+        .with_columns(pl.int_range(pl.len()).over("response_id").alias("position"))
+        .pipe(
+            mentions_table,
+            dataset=dataset,
+            mention_id=pl.format("{}#{}", "response_id", "position"),
+            kind=pl.lit("movie"),
+            surface=pl.col("groundtruth_with_release_year").list.get(0),
+            year=pl.col("groundtruth_with_release_year")
+            .list.get(1, null_on_oob=True)
+            .cast(pl.Int64, strict=False),
+        )
+    )
+    seen = (
+        requests.select("request_id", "seen_titles")
+        .explode("seen_titles")
+        .drop_nulls("seen_titles")
+        .with_columns(pl.int_range(pl.len()).over("request_id").alias("position"))
+        .pipe(
+            mentions_table,
+            dataset=dataset,
+            mention_id=pl.format("{}/seen#{}", "request_id", "position"),
+            role=pl.lit("seen"),
+            kind=pl.lit("movie"),
+            surface=pl.col("seen_titles"),
+        )
+    )
+    return pl.concat([truth, seen])
+
+
+def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) -> ScrapedSource:
+    rows = _texts_and_ids(load_rows(path, split=split), source=source)
     content_columns = [
         "prompt_text",
         "completion_text",
@@ -103,7 +152,6 @@ def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) ->
         "groundtruth_with_release_year",
     ]
     duplicate_rows = rows.height - rows.select(content_columns).unique().height
-
     requests = (
         rows.sort("row")
         .group_by("request_id", maintain_order=True)
@@ -114,70 +162,27 @@ def read_rank_grpo_rows(path: Path, *, dataset: str, source: str, split: str) ->
             .unique(maintain_order=True)
             .alias("seen_titles"),
         )
-        .select(
-            pl.lit(dataset).alias("dataset"),
-            "request_id",
-            pl.lit(split).alias("split"),
-            pl.lit(source).alias("source"),
-            "prompt",
-            "seen_titles",
-        )
-    )
-    responses = rows.select(
-        pl.lit(dataset).alias("dataset"),
-        "request_id",
-        "response_id",
-        "responder_index",
-        pl.col("response_id").alias("responder_id"),
-        pl.col("completion_text").alias("text"),
-        pl.lit(None, dtype=pl.String).alias("responder_flag"),
-    )
-    truth = (
-        rows.select("request_id", "response_id", "responder_index", "groundtruth_with_release_year")
-        .explode("groundtruth_with_release_year")
-        .drop_nulls("groundtruth_with_release_year")
-        .with_columns(pl.int_range(pl.len()).over("response_id").alias("position"))
-        .select(
-            pl.lit(dataset).alias("dataset"),
-            "request_id",
-            "response_id",
-            "responder_index",
-            pl.format("{}#{}", "response_id", "position").alias("mention_id"),
-            pl.lit("response").alias("role"),
-            pl.lit("movie").alias("kind"),
-            pl.col("groundtruth_with_release_year").list.get(0).alias("surface"),
-            pl.col("groundtruth_with_release_year")
-            .list.get(1, null_on_oob=True)
-            .cast(pl.Int64, strict=False)
-            .alias("year"),
-            pl.lit(None, dtype=pl.String).alias("creator"),
-            pl.lit("recommended").alias("stance"),
-            pl.lit("source").alias("extractor"),
-        )
-    )
-    seen = (
-        requests.select("request_id", "seen_titles")
-        .explode("seen_titles")
-        .drop_nulls("seen_titles")
-        .with_columns(pl.int_range(pl.len()).over("request_id").alias("position"))
-        .select(
-            pl.lit(dataset).alias("dataset"),
-            "request_id",
-            pl.lit(None, dtype=pl.String).alias("response_id"),
-            pl.lit(None, dtype=pl.Int64).alias("responder_index"),
-            pl.format("{}/seen#{}", "request_id", "position").alias("mention_id"),
-            pl.lit("seen").alias("role"),
-            pl.lit("movie").alias("kind"),
-            pl.col("seen_titles").alias("surface"),
-            pl.lit(None, dtype=pl.Int64).alias("year"),
-            pl.lit(None, dtype=pl.String).alias("creator"),
-            pl.lit("mentioned").alias("stance"),
-            pl.lit("source").alias("extractor"),
-        )
+        .pipe(requests_table, dataset=dataset, source=source, split=split)
     )
     return ScrapedSource(
         requests=requests,
-        responses=responses,
-        mentions=pl.concat([truth, seen]),
+        responses=responses_table(rows, dataset=dataset, text=pl.col("completion_text")),
+        mentions=_mentions(rows, requests, dataset=dataset),
         counters={"rows": rows.height, "duplicate_rows": duplicate_rows},
     )
+
+
+class RankGrpoRows(SourceSpec):
+    """Rank-GRPO's released rows (JSON, JSONL, parquet or a save_to_disk folder)."""
+
+    format: Literal["rank_grpo_rows"]
+    roles: ClassVar[tuple[str, ...]] = ("rows",)
+
+
+def _read(source: RankGrpoRows, files: Mapping[str, Path], *, dataset: str) -> ScrapedSource:
+    return read_rank_grpo_rows(
+        files["rows"], dataset=dataset, source=source.name, split=source.split
+    )
+
+
+FORMATS = (SourceFormat(spec=RankGrpoRows, read=_read),)

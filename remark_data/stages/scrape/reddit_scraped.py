@@ -7,13 +7,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 import polars as pl
 
 from remark_data.errors import RemarkError
-from remark_data.stages.scrape import ScrapedSource, empty, requests_table, says_nothing
+from remark_data.stages.scrape import (
+    ScrapedSource,
+    SourceFormat,
+    empty,
+    read_jsonl,
+    requests_table,
+    responses_table,
+    says_nothing,
+)
+from remark_data.stages.scrape.spec import SourceSpec
 
 
 def _source(
@@ -36,15 +46,9 @@ def _source(
     responses = responses.filter(~says_nothing("text"))
     return ScrapedSource(
         requests=requests_table(requests, dataset=dataset, source=source, split=split),
-        responses=responses.select(
-            pl.lit(dataset).alias("dataset"),
-            "request_id",
-            "response_id",
-            pl.int_range(pl.len()).over("request_id").alias("responder_index"),
-            pl.col("response_id").alias("responder_id"),
-            "text",
-            pl.lit("no_author_ids").alias("responder_flag"),
-        ),
+        responses=responses.with_columns(
+            pl.int_range(pl.len()).over("request_id").alias("responder_index")
+        ).pipe(responses_table, dataset=dataset, text=pl.col("text"), flag=pl.lit("no_author_ids")),
         mentions=empty("mentions"),
         counters={
             "posts": requests.height,
@@ -78,20 +82,59 @@ def read_booksuggestions(path: Path, *, dataset: str, source: str, split: str) -
     return scraped
 
 
+def _post(post: dict[str, Any]) -> tuple[str, str, list[str]]:
+    """(request_id, prompt, comments) of one post; the id is a hash of title and body."""
+    text = f"{post['title']}\n\n{post.get('body') or ''}".strip()
+    return (
+        "smab-" + hashlib.sha256(text.encode()).hexdigest()[:12],
+        text,
+        post.get("comments") or [],
+    )
+
+
 def read_suggestmeabook(path: Path, *, dataset: str, source: str, split: str) -> ScrapedSource:
     """``posts.jsonl``: {title, body, comments: [text]}; ids are hashes of title + body."""
-    requests, comments = [], []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            post = json.loads(line)
-            text = f"{post['title']}\n\n{post.get('body') or ''}".strip()
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise RemarkError(f"{path}:{number}: not a suggestmeabook post ({exc})") from exc
-        request_id = "smab-" + hashlib.sha256(text.encode()).hexdigest()[:12]
-        requests.append((request_id, text))
-        comments += [
-            (request_id, f"{request_id}/c{i}", c) for i, c in enumerate(post.get("comments") or [])
-        ]
+    posts = list(read_jsonl(path, _post, what="a suggestmeabook post"))
+    requests = [(request_id, text) for request_id, text, _ in posts]
+    comments = [
+        (request_id, f"{request_id}/c{i}", comment)
+        for request_id, _, texts in posts
+        for i, comment in enumerate(texts)
+    ]
     return _source(requests, comments, dataset=dataset, source=source, split=split)
+
+
+class BookSuggestions(SourceSpec):
+    """The r/booksuggestions scrape: one JSON list of posts with their comments."""
+
+    format: Literal["booksuggestions_json"]
+    roles: ClassVar[tuple[str, ...]] = ("posts",)
+
+
+class SuggestMeABook(SourceSpec):
+    """The r/suggestmeabook scrape: JSONL, a post with its comment texts per line."""
+
+    format: Literal["suggestmeabook_jsonl"]
+    roles: ClassVar[tuple[str, ...]] = ("posts",)
+
+
+def _read_booksuggestions(
+    source: BookSuggestions, files: Mapping[str, Path], *, dataset: str
+) -> ScrapedSource:
+    return read_booksuggestions(
+        files["posts"], dataset=dataset, source=source.name, split=source.split
+    )
+
+
+def _read_suggestmeabook(
+    source: SuggestMeABook, files: Mapping[str, Path], *, dataset: str
+) -> ScrapedSource:
+    return read_suggestmeabook(
+        files["posts"], dataset=dataset, source=source.name, split=source.split
+    )
+
+
+FORMATS = (
+    SourceFormat(spec=BookSuggestions, read=_read_booksuggestions),
+    SourceFormat(spec=SuggestMeABook, read=_read_suggestmeabook),
+)

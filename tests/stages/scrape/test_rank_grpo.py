@@ -8,8 +8,9 @@ import polars as pl
 import pytest
 
 from remark_data.errors import RemarkError
-from remark_data.stages.ground.catalogs import load_rank_grpo_catalog, load_restricted_pickle
+from remark_data.stages.ground.catalogs import load_rank_grpo_catalog
 from remark_data.stages.ground.matching import normalize_title
+from remark_data.stages.ground.pickles import load_restricted_pickle
 from remark_data.stages.scrape.rank_grpo import load_rows, prompt_request_id, read_rank_grpo_rows
 from tests.conftest import CORPUS, run_folder
 

@@ -11,13 +11,8 @@ import polars as pl
 import pytest
 
 from remark_data.errors import RemarkError
-from remark_data.stages.scrape.reddit_dumps import (
-    COMMENT_SCHEMA,
-    Quarantine,
-    ThreadOptions,
-    read_dump,
-    read_reddit_dump,
-)
+from remark_data.stages.scrape.dumps import Quarantine, read_dump
+from remark_data.stages.scrape.reddit_dumps import COMMENT_SCHEMA, ThreadOptions, read_reddit_dump
 from tests.conftest import CORPUS, REPO
 
 MOVIES = CORPUS / "reddit/dumps/moviesuggestions_2020-09"

@@ -1,0 +1,220 @@
+"""Requests to an OpenAI-compatible endpoint: retries with backoff and jitter, the fail-fast
+probe, bounded concurrency, and each answer committed to the cache as it arrives."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from remark_data.stages.extract.llm.cache import ExtractionCache, batched
+from remark_data.stages.extract.llm.failures import RETRYABLE_STATUS, endpoint_error, unreachable
+from remark_data.stages.extract.llm.progress import LiveCounters
+from remark_data.stages.extract.llm.schema import (
+    ExtractedTitle,
+    chat_request,
+    title_in_text,
+    titles_per_text,
+)
+
+if TYPE_CHECKING:
+    from remark_data.config import LLMSpec
+
+PROBE_CONNECT_TIMEOUT = 10.0  # seconds to open a connection: a dead host fails fast
+
+Result = dict[str, Any]  # one text's answer, as cached: state, titles, raw, error, ...
+
+
+def api_key_from_env() -> str:
+    """The API key for an OpenAI-compatible endpoint: ``REMARK_LLM_API_KEY``, else
+    ``OPENAI_API_KEY``, else ``"not-needed"`` (local servers ignore it; the client needs one).
+    Empty variables count as unset. Keys never come from a pipeline spec, so none is logged."""
+    return os.environ.get("REMARK_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "not-needed"
+
+
+class _Request:
+    """One request for `texts` (one text, or several short ones), asked again after a fault
+    until answered or out of retries; `answer` gives a result per text.
+
+    With `probe` (the run's first request), no answer at all (refused, unknown host, timeout)
+    raises RemarkError instead of being retried: the endpoint is down, every text would fail.
+    HTTP 401/403/404 raise RemarkError at any time: they do not heal."""
+
+    def __init__(
+        self, texts: Sequence[str], *, spec: LLMSpec, kinds: Sequence[str], live: LiveCounters
+    ) -> None:
+        self.texts = list(texts)
+        self.spec = spec
+        self.live = live
+        self.messages, self.response_format = chat_request(self.texts, kinds=kinds)
+        self.raw: str | None = None  # the last reply
+        self.error = ""  # the last fault
+        self.schema_failures = 0
+        self.waiting = False  # these texts are counted in live.retrying
+        self.probe = False
+
+    async def answer(self, client: Any, *, probe: bool = False) -> list[Result]:
+        self.probe = probe
+        try:
+            for attempt in range(1, self.spec.max_retries + 2):
+                outcome = await self._attempt(client, attempt=attempt)
+                if isinstance(outcome, list):
+                    return outcome
+                if attempt <= self.spec.max_retries:
+                    await self._wait(outcome)
+            failure = {"state": "transient", "error": self.error}
+            return [failure | {"attempts": self.spec.max_retries + 1} for _ in self.texts]
+        finally:
+            if self.waiting:
+                self.live.retrying -= len(self.texts)
+
+    async def _attempt(self, client: Any, *, attempt: int) -> list[Result] | float:
+        """The results, or the delay before the next attempt."""
+        import openai
+
+        summary = self.live.summary
+        summary.requests += 1
+        summary.retries += int(attempt > 1)
+        try:
+            tokens = await self._send(client)
+            parsed = titles_per_text(self.raw or "", n_texts=len(self.texts))
+        except (ValidationError, ValueError, IndexError, AttributeError) as exc:
+            self.schema_failures += 1
+            self.error = f"schema: {str(exc)[:300]}"
+            if self.schema_failures >= 2:
+                failure = {"state": "permanent", "raw": self.raw, "error": self.error}
+                return self._failed(failure, attempt=attempt)
+            return 0.0  # a bad reply is asked again at once
+        except openai.APIStatusError as exc:
+            self.probe = False
+            fatal = endpoint_error(exc, spec=self.spec)
+            if fatal is not None:
+                raise fatal from exc
+            if exc.status_code < 500 and exc.status_code not in RETRYABLE_STATUS:
+                error = f"HTTP {exc.status_code}: {exc.message[:300]}"
+                return self._failed({"state": "permanent", "error": error}, attempt=attempt)
+            self.error = f"HTTP {exc.status_code}"
+            return self._backoff(attempt)
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            if self.probe:
+                raise unreachable(exc, spec=self.spec) from exc
+            self.error = type(exc).__name__
+            return self._backoff(attempt)
+        return self._answered(parsed, tokens=tokens, attempt=attempt)
+
+    async def _send(self, client: Any) -> dict[str, int]:
+        """Ask once; keeps the reply in `raw` and returns the token counts per text."""
+        n = len(self.texts)
+        response = await client.chat.completions.create(
+            model=self.spec.model,
+            messages=self.messages,
+            temperature=self.spec.temperature,
+            seed=self.spec.seed,
+            max_tokens=self.spec.max_tokens * n,
+            response_format=self.response_format,
+        )
+        self.probe = False  # it answered: later failures are the usual faults
+        usage = response.usage
+        # Token counts are shared out evenly over the texts of a batched request.
+        tokens = {
+            "prompt_tokens": (getattr(usage, "prompt_tokens", 0) or 0) // n,
+            "completion_tokens": (getattr(usage, "completion_tokens", 0) or 0) // n,
+        }
+        self.raw = response.choices[0].message.content or ""
+        return tokens
+
+    def _answered(
+        self, parsed: list[list[ExtractedTitle]], *, tokens: dict[str, int], attempt: int
+    ) -> list[Result]:
+        """A result per text, with the titles not found in their text dropped and counted."""
+        results = []
+        for text, titles in zip(self.texts, parsed, strict=True):
+            kept = [t for t in titles if title_in_text(t.title, text)]
+            results.append(
+                {
+                    "state": "ok",
+                    "titles": [t.model_dump() for t in kept],
+                    "dropped": len(titles) - len(kept),
+                    "raw": self.raw,
+                    "attempts": attempt,
+                    **tokens,
+                }
+            )
+        return results
+
+    def _failed(self, failure: Result, *, attempt: int) -> list[Result]:
+        """The same (permanent) failure for every text of the request."""
+        return [failure | {"attempts": attempt} for _ in self.texts]
+
+    def _backoff(self, attempt: int) -> float:
+        return self.spec.backoff_base * 2 ** (attempt - 1)
+
+    async def _wait(self, delay: float) -> None:
+        if not self.waiting:
+            self.waiting = True
+            self.live.retrying += len(self.texts)
+        self.live.last_error = self.error
+        self.live.report()
+        await asyncio.sleep(delay + random.uniform(0, delay))
+
+
+def group_requests(texts: Mapping[str, str], *, spec: LLMSpec) -> list[list[tuple[str, str]]]:
+    """Group pending (key, text) pairs into requests: short texts several at a time."""
+    single = [[(key, text)] for key, text in texts.items() if not batched(text, spec=spec)]
+    short = [(key, text) for key, text in texts.items() if batched(text, spec=spec)]
+    size = max(1, spec.batch_size)
+    return single + [short[i : i + size] for i in range(0, len(short), size)]
+
+
+async def ask_all(
+    texts: Mapping[str, str],
+    *,
+    spec: LLMSpec,
+    kinds: Sequence[str],
+    cache: ExtractionCache,
+    live: LiveCounters,
+) -> None:
+    """Ask for every (key -> text) of `texts`, the first request alone, then `concurrency` at
+    a time; each answer goes to the cache and `live.summary.results` as it arrives."""
+    import openai
+
+    summary = live.summary
+    client = openai.AsyncOpenAI(
+        base_url=spec.base_url,
+        api_key=api_key_from_env(),
+        # Replies may take the whole `timeout`; opening a connection should not.
+        timeout=openai.Timeout(spec.timeout, connect=min(spec.timeout, PROBE_CONNECT_TIMEOUT)),
+        max_retries=0,
+    )
+    limit = asyncio.Semaphore(spec.concurrency)
+
+    async def one(unit: list[tuple[str, str]], *, probe: bool = False) -> None:
+        request = _Request([text for _, text in unit], spec=spec, kinds=kinds, live=live)
+        async with limit:
+            results = await request.answer(client, probe=probe)
+        for (key, _), result in zip(unit, results, strict=True):
+            cache.put(key, **result)  # committed now: a kill loses only what is in flight
+            summary.results[key] = result
+            summary.prompt_tokens += result.get("prompt_tokens", 0)
+            summary.completion_tokens += result.get("completion_tokens", 0)
+            live.done += 1
+            live.failed += result["state"] != "ok"
+        live.report()
+
+    units = group_requests(texts, spec=spec)
+    ticker = asyncio.create_task(live.tick()) if live.callback is not None else None
+    try:
+        # The first request goes alone: a dead endpoint fails in seconds, not after every
+        # text's retries with backoff.
+        await one(units[0], probe=True)
+        async with asyncio.TaskGroup() as group:
+            for unit in units[1:]:
+                group.create_task(one(unit))
+    finally:
+        if ticker is not None:
+            ticker.cancel()
+        await client.close()

@@ -1,0 +1,90 @@
+"""`extract_with_llm`: what is cached is answered from the cache, the rest is asked."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from remark_data.errors import RemarkError
+from remark_data.stages.extract.llm.cache import ExtractionCache, cache_key
+from remark_data.stages.extract.llm.client import ask_all
+from remark_data.stages.extract.llm.failures import first_leaf, root_cause
+from remark_data.stages.extract.llm.progress import (
+    ExtractionSummary,
+    LiveCounters,
+    ProgressCallback,
+)
+
+if TYPE_CHECKING:
+    from remark_data.config import LLMSpec
+
+
+def extract_with_llm(
+    texts: Mapping[Any, str],
+    *,
+    spec: LLMSpec,
+    kinds: Sequence[str],
+    cache_path: Path,
+    progress: ProgressCallback | None = None,
+) -> ExtractionSummary:
+    """Extract the titles of `kinds` from `texts` (id -> text); returns results keyed by
+    `cache_key(text, spec=spec, kinds=kinds)`, and counters.
+
+    `progress` (optional) gets an `ExtractionProgress` after each answer, before each retry and
+    every second; nothing is printed. Raises RemarkError when the endpoint is unreachable or
+    refuses the key, URL or model; when every text is cached, no request is sent at all."""
+    summary = ExtractionSummary(texts=len(texts))
+    cache = ExtractionCache(cache_path)
+    started = time.perf_counter()
+    try:
+        pending: dict[str, str] = {}
+        for text in texts.values():
+            key = cache_key(text, spec=spec, kinds=kinds)
+            if key in summary.results or key in pending:
+                continue
+            hit = cache.get(key)
+            if hit is not None and hit["state"] in ("ok", "permanent"):
+                summary.cache_hits += 1
+                summary.results[key] = hit
+            else:  # new, or transient last time: ask again
+                pending[key] = text
+        summary.unique_texts = len(summary.results) + len(pending)
+        if pending:
+            live = LiveCounters(
+                summary=summary,
+                callback=progress,
+                total=summary.unique_texts,
+                done=summary.cache_hits,
+            )
+            _ask(pending, spec=spec, kinds=kinds, cache=cache, live=live)
+            live.report()
+    finally:
+        cache.close()
+    summary.tally()
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _ask(
+    pending: Mapping[str, str],
+    *,
+    spec: LLMSpec,
+    kinds: Sequence[str],
+    cache: ExtractionCache,
+    live: LiveCounters,
+) -> None:
+    """Run the requests; whatever escapes them becomes one RemarkError."""
+    try:
+        asyncio.run(ask_all(pending, spec=spec, kinds=kinds, cache=cache, live=live))
+    except RemarkError:
+        raise
+    except ExceptionGroup as group:  # from the task group
+        first = first_leaf(group)
+        if isinstance(first, RemarkError):
+            raise first from first.__cause__  # the HTTP error behind it
+        raise RemarkError(f"LLM extraction failed: {root_cause(first)}") from group
+    except Exception as exc:
+        raise RemarkError(f"LLM extraction failed: {root_cause(exc)}") from exc

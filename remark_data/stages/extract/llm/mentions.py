@@ -1,0 +1,62 @@
+"""The `mentions` table from the answers of an extraction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from remark_data.stages.extract.llm.cache import cache_key
+from remark_data.stages.extract.llm.progress import ExtractionSummary
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from remark_data.config import LLMSpec
+
+
+def _kind(title: dict[str, Any], *, kinds: Sequence[str]) -> str | None:
+    """One kind asked: that kind. Several: the kind the model gave, if it is one of them."""
+    if len(kinds) == 1:
+        return kinds[0]
+    return title.get("kind") if title.get("kind") in kinds else None
+
+
+def llm_mentions(
+    texts: pl.DataFrame, *, summary: ExtractionSummary, spec: LLMSpec, kinds: Sequence[str]
+) -> pl.DataFrame:
+    """The `mentions` table from the answers: one row per kept title of each text.
+
+    `texts` is a polars frame of (dataset, request_id, response_id, responder_index, text, role);
+    `spec` and `kinds` are those `summary` was extracted with.
+    """
+    import polars as pl
+
+    from remark_data.schemas import MENTION_FIELDS, column_schema
+
+    rows = []
+    for dataset, request_id, response_id, index, text, role in texts.select(
+        "dataset", "request_id", "response_id", "responder_index", "text", "role"
+    ).iter_rows():
+        result = summary.results.get(cache_key(text, spec=spec, kinds=kinds)) or {}
+        prefix = response_id if response_id is not None else f"{request_id}/seen"
+        for position, title in enumerate(result.get("titles") or []):
+            stance = title["stance"] if role == "response" else "mentioned"
+            rows.append(
+                (
+                    dataset,
+                    request_id,
+                    response_id,
+                    index,
+                    f"{prefix}#l{position}",
+                    role,
+                    _kind(title, kinds=kinds),
+                    title["title"],
+                    title.get("year"),
+                    title.get("creator"),
+                    stance,
+                )
+            )
+    schema = column_schema("mentions", *MENTION_FIELDS, "stance")
+    return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
+        pl.lit("llm").alias("extractor")
+    )

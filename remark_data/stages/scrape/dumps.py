@@ -1,0 +1,141 @@
+"""NDJSON dumps (Pushshift / Arctic-Shift) into polars frames of the fields used, streamed.
+
+Each decompressed block (`remark_data.stages.scrape.compressed`) is parsed by polars in one call
+with a fixed schema (only the fields used are kept), so memory stays bounded by the block. A
+block polars refuses (or one with a non-string ``author``, which polars would quietly turn into a
+string) is re-read line by line and only its bad lines are quarantined.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from remark_data.stages.scrape.compressed import iter_blocks
+
+# An ``"author"`` key whose value is neither a string nor null. polars would cast it to a string
+# (123 → "123", a made-up responder), so a block holding one is parsed line by line instead.
+# Inside a JSON string quotes are escaped, so this only matches keys (a nested one at worst,
+# which costs the slow path, never a wrong row).
+_NON_STRING_AUTHOR = re.compile(rb'"author"\s*:\s*[^\s"n]')
+
+
+@dataclass(kw_only=True)
+class Quarantine:
+    """What was set aside while reading, with a sample of each kind for the report."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    samples: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, n: int, examples: list[str]) -> None:
+        if n:
+            self.counts[kind] = self.counts.get(kind, 0) + n
+            self.samples.extend(
+                f"{kind}: {e[:200]}" for e in examples[: max(0, 20 - len(self.samples))]
+            )
+
+
+def _parse_block(
+    block: bytes, schema: dict[str, Any], quarantine: Quarantine, where: str
+) -> pl.DataFrame:
+    """One block of NDJSON; if polars refuses it, or it holds a non-string author, re-read it by
+    line, setting bad ones aside."""
+    if not ("author" in schema and _NON_STRING_AUTHOR.search(block)):
+        try:
+            return pl.read_ndjson(io.BytesIO(block), schema=schema)
+        except pl.exceptions.PolarsError:
+            pass
+    good, bad, odd_author = [], [], []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            bad.append(line.decode("utf-8", "replace"))
+            continue
+        if not isinstance(record, dict):
+            bad.append(line.decode("utf-8", "replace"))
+        elif "author" in schema and not isinstance(record.get("author", ""), str | None):
+            odd_author.append(line.decode("utf-8", "replace"))
+        else:
+            good.append({k: record.get(k) for k in schema})
+    quarantine.add(f"malformed line in {where}", len(bad), bad)
+    quarantine.add(f"non-string author in {where}", len(odd_author), odd_author)
+    return pl.DataFrame(good, schema=schema, strict=False)
+
+
+def ingest_dump(
+    path: Path,
+    schema: dict[str, Any],
+    out: Path,
+    *,
+    quarantine: Quarantine,
+    subreddits: list[str] | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> int:
+    """Stream a dump into one parquet file of the records that pass the filters.
+
+    Memory is bounded by one batch of lines whatever the size of the dump; returns rows kept.
+    """
+    import pyarrow.parquet as pq
+
+    wanted = [s.lower() for s in subreddits or []]
+    kept = 0
+    writer = None
+    try:
+        for block in iter_blocks(path):
+            frame = _parse_block(block, schema, quarantine, path.name)
+            if wanted:
+                frame = frame.filter(pl.col("subreddit").str.to_lowercase().is_in(wanted))
+            if since is not None:
+                frame = frame.filter(
+                    pl.col("created_utc").is_null() | (pl.col("created_utc") >= since)
+                )
+            if until is not None:
+                frame = frame.filter(
+                    pl.col("created_utc").is_null() | (pl.col("created_utc") < until)
+                )
+            table = frame.to_arrow()
+            if writer is None:
+                writer = pq.ParquetWriter(out, table.schema, compression="lz4")
+            writer.write_table(table)
+            kept += frame.height
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        pl.DataFrame(schema=schema).write_parquet(out)
+    return kept
+
+
+def read_dump(
+    path: Path,
+    schema: dict[str, Any],
+    *,
+    quarantine: Quarantine,
+    subreddits: list[str] | None = None,
+    since: int | None = None,
+    until: int | None = None,
+) -> pl.DataFrame:
+    """The records of a dump that pass the subreddit and time filters, with `schema`'s fields."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "dump.parquet"
+        ingest_dump(
+            path,
+            schema,
+            out,
+            quarantine=quarantine,
+            subreddits=subreddits,
+            since=since,
+            until=until,
+        )
+        return pl.read_parquet(out)
