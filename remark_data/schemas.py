@@ -57,6 +57,9 @@ class Response(_Row):
 
 
 #: How a response uses a title it names (DESIGN.md: only recommended mentions enter the union).
+#: The pipeline's stages, in order (`remark_data.pipeline.STAGES` holds their records).
+StageName = Literal["scrape", "extract", "ground", "aggregate", "stats"]
+
 Stance = Literal["recommended", "referenced", "negative"]
 
 #: A mention grounded to one catalog item, by what matched it: its raw text, its normalised

@@ -308,3 +308,12 @@ def test_unchanged_run_writes_nothing(project) -> None:
     after = {p: p.stat().st_mtime_ns for p in project.data_dir.rglob("*") if p.is_file()}
     changed = [p.name for p in before if after.get(p) != before[p]]
     assert changed in ([], [".lock"])
+
+
+def test_stage_names_literal_lists_the_registered_stages_in_order() -> None:
+    import typing
+
+    from remark_data.pipeline import STAGE_NAMES
+    from remark_data.schemas import StageName
+
+    assert typing.get_args(StageName) == STAGE_NAMES

@@ -15,13 +15,11 @@ import polars as pl
 from remark_data.runner.fingerprint import Fingerprint
 from remark_data.runner.folder import RunFolder
 from remark_data.runner.manifest import Manifest
+from remark_data.schemas import StageName
 
 if TYPE_CHECKING:
     from remark_data.config import PipelineSpec
     from remark_data.runner.context import StageContext
-
-StageName = Literal["scrape", "extract", "ground", "aggregate", "stats"]
-
 
 @dataclass(frozen=True, kw_only=True)
 class StageOutput:
