@@ -147,6 +147,23 @@ def stats(
         )
 
 
+@app.command(name="eval")
+def evaluate(
+    pipeline: Annotated[str, typer.Argument(help="The pipeline whose latest run is scored.")],
+    gold: Annotated[
+        Path, typer.Option(help="Gold JSONL: one object per comment (format in the README).")
+    ],
+    draws: Annotated[int, typer.Option(min=100, help="Bootstrap draws over threads.")] = 1000,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.table,
+) -> None:
+    """Precision and recall of a run against hand-labelled comments, at label, comment and
+    mention level, with 95% bootstrap intervals over threads."""
+    from remark_data.evaluate.run import evaluate_run
+
+    report = evaluate_run(state.project, pipeline, gold=gold, draws=draws)
+    _print_frame(report, fmt, title=f"{pipeline} against {gold.name}")
+
+
 @app.command()
 def db() -> None:
     """(Re)create data/remark.duckdb with a view per table of every run."""

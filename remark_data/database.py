@@ -2,7 +2,8 @@
 
 Views read the parquet files through the stage symlinks, so they always show the latest
 committed version. For each table there is ``<pipeline>__<table>`` and a ``<table>`` view that
-unions all pipelines (the tables share one schema).
+unions all pipelines (the tables share one schema); ``provenance`` shows, for every grounded
+mention, the comment text that produced it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,32 @@ def _literal(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
+#: Every grounded mention with the text that produced it: the comment, the span of the surface
+#: there (`text_at_span` equals `surface`) and 80 characters around it. Seen mentions point into
+#: the request prompt.
+PROVENANCE_VIEW = """
+CREATE VIEW provenance AS
+WITH located AS (
+    SELECT g.dataset, g.request_id, g.item_id, g.status, g.reason, g.role, g.stance,
+           g.response_id, g.responder_index, m.mention_id, m.comment_id, m.surface, m.extractor,
+           m.span_start, m.span_end,
+           coalesce(r.text, q.prompt) AS source_text,
+           coalesce(r.comment_starts[list_position(r.comment_ids, m.comment_id)], 0)
+               + m.span_start AS span_at
+    FROM groundings g
+    JOIN mentions m USING (dataset, mention_id)
+    LEFT JOIN responses r ON r.dataset = g.dataset AND r.response_id = g.response_id
+    LEFT JOIN requests q ON g.response_id IS NULL AND q.dataset = g.dataset
+                         AND q.request_id = g.request_id
+)
+SELECT * EXCLUDE (source_text, span_at),
+       substr(source_text, span_at + 1, span_end - span_start) AS text_at_span,
+       substr(source_text, greatest(span_at - 80, 0) + 1,
+              least(span_at, 80) + span_end - span_start + 80) AS context
+FROM located
+"""
+
+
 def refresh_database(project: Project) -> dict[str, int]:
     """(Re)create the views in ``data/remark.duckdb``; returns view name -> row count."""
     by_table: dict[str, list[tuple[str, list[Path]]]] = {}
@@ -51,6 +78,8 @@ def refresh_database(project: Project) -> dict[str, int]:
             )
             con.execute(f"CREATE VIEW {_quote(table)} AS {union}")
             counts[table] = con.execute(f"SELECT count(*) FROM {_quote(table)}").fetchone()[0]  # type: ignore[index]
+        if {"groundings", "mentions", "responses", "requests"} <= by_table.keys():
+            con.execute(PROVENANCE_VIEW)
         reports = diagnostics_paths(project.runs_dir)
         if reports:  # `remark diagnose` reports, as one view
             files = ", ".join(_literal(p) for p in reports)

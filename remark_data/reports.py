@@ -18,6 +18,7 @@ from remark_data.config import Project
 from remark_data.errors import RemarkError
 from remark_data.runner import RunFolder
 from remark_data.schemas import GROUNDING_STATUSES
+from remark_data.stages.ground.disambiguate import RULES
 
 #: How library calls report progress ("wrote …", "built …"): one line for the user.
 Notify = Callable[[str], None]
@@ -54,15 +55,32 @@ def _pipelines_with_stats(project: Project, notify: Notify) -> list[str]:
 
 def grounding_report(project: Project, pipelines: Sequence[str]) -> pl.DataFrame:
     """Mentions per (dataset, role) and grounding status, one column per status that occurs,
-    in `GROUNDING_STATUSES` order (unmatched and ambiguous mentions are kept, so they count)."""
+    in `GROUNDING_STATUSES` order (unmatched and ambiguous mentions are kept, so they count);
+    disambiguated mentions are split by the rule that resolved them (`disambiguated.thread`)."""
     frames = []
     for name in pipelines:
         groundings = RunFolder(project.runs_dir / name).read("ground", "groundings")
+        status = pl.col("status")
+        if "resolution" in groundings.columns:
+            status = (
+                pl.when(pl.col("resolution").is_not_null())
+                .then(pl.format("{}.{}", "status", "resolution"))
+                .otherwise("status")
+            )
         frames.append(
-            groundings.group_by("role", "status").len().with_columns(pl.lit(name).alias("dataset"))
+            groundings.group_by("role", status.alias("status"))
+            .len()
+            .with_columns(pl.lit(name).alias("dataset"))
         )
     report = pl.concat(frames).pivot(on="status", index=["dataset", "role"], values="len")
-    present = [c for c in GROUNDING_STATUSES if c in report.columns]
+    columns = [
+        name
+        for status in GROUNDING_STATUSES
+        for name in (
+            [f"{status}.{rule}" for rule in RULES] if status == "disambiguated" else [status]
+        )
+    ]
+    present = [c for c in columns if c in report.columns]
     return report.select("dataset", "role", *[pl.col(c).fill_null(0) for c in present]).sort(
         "dataset", "role"
     )

@@ -10,6 +10,9 @@ Examples
 Int64
 """
 
+# long-module: every table's row model and the literals its columns take, kept in one place
+# on purpose (a new column or stage touches this file only).
+
 from __future__ import annotations
 
 import json
@@ -54,6 +57,15 @@ class Response(_Row):
         description="`null_author` (a comment without author), `no_author_ids` (a source without "
         "authors: each comment counted as a responder), or null."
     )
+    comment_ids: list[str] = Field(
+        description="The source comments merged into `text`, in order (the response id itself "
+        "when the source has no comments)."
+    )
+    comment_starts: list[int] = Field(
+        description="Where each comment starts in `text` (characters; comments are joined by a "
+        "blank line)."
+    )
+    created_utc: int | None = Field(description="When the last of its comments was written.")
 
 
 #: How a response uses a title it names (DESIGN.md: only recommended mentions enter the union).
@@ -63,8 +75,9 @@ StageName = Literal["scrape", "extract", "ground", "aggregate", "stats"]
 Stance = Literal["recommended", "referenced", "negative"]
 
 #: A mention grounded to one catalog item, by what matched it: its raw text, its normalised
-#: title, a normalised title whose year differs within the tolerance, or a fuzzy match.
-MatchedStatus = Literal["exact", "normalized", "year_tolerance", "fuzzy"]
+#: title, a normalised title whose year differs within the tolerance, a fuzzy match, or a rule
+#: that chose between same-title items (`Grounding.resolution`).
+MatchedStatus = Literal["exact", "normalized", "year_tolerance", "fuzzy", "disambiguated"]
 #: A mention kept out of the labels: no catalog item matched it, or several did equally well.
 UnresolvedStatus = Literal["unmatched", "ambiguous"]
 #: Every grounding status, the one list every other derives from.
@@ -96,6 +109,14 @@ class Mention(_Row):
         description="Only `recommended` mentions enter the union; `referenced`: the requester's "
         "titles and points of comparison; `negative`: advised against."
     )
+    comment_id: str | None = Field(
+        description="The comment the text was read from (null for seen items and sources "
+        "that give mentions without comments)."
+    )
+    span_start: int | None = Field(
+        description="Where `surface` starts in that comment (or, for seen items, in the prompt)."
+    )
+    span_end: int | None = Field(description="Where `surface` ends (exclusive).")
     extractor: str = Field(
         description="What produced it: `source` (pre-extracted), `gazetteer`, `llm`."
     )
@@ -117,7 +138,16 @@ class Grounding(_Row):
     item_id: str | None
     status: GroundingStatus
     score: float = Field(description="Match score in [0, 100]; 100 for exact keys.")
-    reason: str | None = Field(description="Why a mention is unmatched or ambiguous.")
+    reason: str | None = Field(
+        description="Why a mention is unmatched or ambiguous, or how it was disambiguated."
+    )
+    candidates: list[str] | None = Field(
+        description="The same-title items a mention matched equally well (ambiguous or "
+        "disambiguated); null otherwise."
+    )
+    resolution: str | None = Field(
+        description="The rule that chose among the candidates: release_date, thread or prior."
+    )
 
 
 class CatalogItem(_Row):
@@ -243,6 +273,8 @@ MENTION_FIELDS = (
     "dataset", "request_id", "response_id", "responder_index", "mention_id", "role", "kind",
     "surface", "year", "creator",
 )  # fmt: skip
+#: Where a mention was read: the comment and the character span of its surface there.
+SPAN_FIELDS = ("comment_id", "span_start", "span_end")
 
 
 def column_schema(table: str, *columns: str) -> dict[str, pl.DataType]:

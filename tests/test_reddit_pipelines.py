@@ -71,3 +71,46 @@ def test_grounding_quality_floors(reddit_project) -> None:
     movies = movies_quality(reddit_project.runs_dir, corpus=CORPUS)
     assert movies["requests_compared"] >= 250
     assert movies["agreement_over_ours"] >= 0.70
+
+
+def test_every_label_traces_to_the_comment_text_that_produced_it(reddit_project) -> None:
+    """Responses keep their comments' ids and offsets; every gazetteer mention's span in its
+    comment is its surface, and the `provenance` view shows that text for each label item."""
+    import json
+
+    from remark_data.database import query, refresh_database
+
+    run = run_folder(reddit_project, "reddit_movies")
+    responses = run.read("scrape", "responses")
+    # The dump itself, read independently: each comment id's body, as the response holds it.
+    bodies = {}
+    path = CORPUS / "reddit/dumps/moviesuggestions_2020-09/ndjson/MovieSuggestions_comments.ndjson"
+    with path.open() as lines:
+        for line in lines:
+            record = json.loads(line)
+            bodies[record["id"]] = record["body"]
+    merged = responses.filter(
+        (pl.col("comment_ids").list.len() > 1) & pl.col("comment_ids").list.first().is_in(bodies)
+    )
+    checked = 0
+    for text, ids, starts in merged.select("text", "comment_ids", "comment_starts").iter_rows():
+        for comment_id, start in zip(ids, starts, strict=True):
+            body = bodies[comment_id]
+            if "&" not in body:  # entity-free bodies are kept verbatim
+                assert text[start : start + len(body)] == body
+                checked += 1
+    assert checked > 50
+
+    refresh_database(reddit_project)
+    traced = query(
+        reddit_project,
+        "SELECT p.item_id, p.surface, p.text_at_span, p.comment_id, p.context "
+        "FROM reddit_movies__labels l, unnest(l.union_item_ids) AS u(item_id) "
+        "JOIN provenance p ON p.dataset = l.dataset AND p.request_id = l.request_id "
+        "AND p.item_id = u.item_id AND p.role = 'response'",
+    )
+    labels = run.read("aggregate", "labels")
+    assert traced["item_id"].n_unique() == labels["union_item_ids"].explode().n_unique()
+    assert (traced["text_at_span"] == traced["surface"]).all()
+    assert all(s in c for s, c in traced.select("surface", "context").iter_rows())
+    assert set(traced["comment_id"]) <= {c for ids in responses["comment_ids"] for c in ids}

@@ -41,6 +41,8 @@ def test_conform_orders_and_casts_columns_and_rejects_missing_ones() -> None:
             "responder_index": [0],
             "role": ["response"],
             "stance": ["recommended"],
+            "candidates": [None],
+            "resolution": [None],
         }
     )
     out = conform(frame, "groundings")

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from remark_data.config import PipelineSpec
     from remark_data.runner.context import StageContext
 
+
 @dataclass(frozen=True, kw_only=True)
 class StageOutput:
     """What a stage computes: tables by name and counters worth reporting."""

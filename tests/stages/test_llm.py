@@ -542,6 +542,7 @@ def test_mentions_take_the_kind_asked_or_the_models_among_several() -> None:
             "request_id": ["r"],
             "response_id": ["r/1"],
             "responder_index": [0],
+            "comment_id": ["c1"],
             "text": [text],
             "role": ["response"],
         }
@@ -555,3 +556,7 @@ def test_mentions_take_the_kind_asked_or_the_models_among_several() -> None:
         mentions = llm_mentions(texts, summary=summary, spec=spec, kinds=kinds)
         assert mentions["kind"].to_list() == expected
         assert mentions["surface"].to_list() == ["Heat", "Abbey Road"]
+        # Each title's span is where it stands in the comment.
+        spans = mentions.select("comment_id", "span_start", "span_end").rows()
+        assert spans == [("c1", 4, 8), ("c1", 13, 23)]
+        assert [text[a:b] for _, a, b in spans] == ["Heat", "Abbey Road"]

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from remark_data.schemas import MENTION_FIELDS, Stance, column_schema
+from remark_data.schemas import MENTION_FIELDS, SPAN_FIELDS, Stance, column_schema
+from remark_data.stages.extract import mention_prefix
 from remark_data.stages.extract.markup import mask_markup
 from remark_data.stages.extract.stance import read_stance
 from remark_data.stages.extract.words import COMMON_WORDS, FUNCTION_WORDS
@@ -268,14 +269,14 @@ def _join_letters(found: re.Match[str]) -> str:
 def gazetteer_mentions(
     texts: pl.DataFrame, gazetteer: Gazetteer, *, role: str, kind: str | None
 ) -> pl.DataFrame:
-    """Mentions from a frame of (dataset, request_id, response_id, responder_index, text).
+    """Mentions from a frame of (dataset, request_id, response_id, responder_index, comment_id,
+    text), each with its span in the text.
 
-    A title named twice in one text is one mention; a key shared by several catalog items (two
-    films called "Heat") becomes one mention whose grounding decides between them by year.
-    """
+    A title named twice in one text is one mention; a key several items share ("Heat") is one
+    mention too, resolved by grounding (year, then the `disambiguate` rules) or left ambiguous."""
     rows = []
-    for dataset, request_id, response_id, responder_index, text in texts.select(
-        "dataset", "request_id", "response_id", "responder_index", "text"
+    for dataset, request_id, response_id, responder_index, comment_id, text in texts.select(
+        "dataset", "request_id", "response_id", "responder_index", "comment_id", "text"
     ).iter_rows():
         if not text:
             continue
@@ -285,14 +286,15 @@ def gazetteer_mentions(
             if key in seen:
                 continue
             seen.add(key)
-            prefix = response_id if response_id is not None else f"{request_id}/seen"
+            prefix = mention_prefix(request_id, response_id, comment_id)
             # The requester's own titles are referenced, whatever the words around them.
             stance = hit.stance if role == "response" else "referenced"
             rows.append(
                 (dataset, request_id, response_id, responder_index, f"{prefix}#g{position}",
-                 role, kind, hit.surface, hit.year, hit.creator, stance)
+                 role, kind, hit.surface, hit.year, hit.creator, stance,
+                 comment_id, hit.start, hit.start + len(hit.surface))
             )  # fmt: skip
-    schema = column_schema("mentions", *MENTION_FIELDS, "stance")
+    schema = column_schema("mentions", *MENTION_FIELDS, "stance", *SPAN_FIELDS)
     return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
         pl.lit("gazetteer").alias("extractor"),
     )

@@ -16,10 +16,46 @@ from remark_data.stages.extract.gazetteer import Gazetteer, gazetteer_mentions
 from remark_data.stages.extract.llm import extract_with_llm, llm_mentions
 
 
+def comment_texts(responses: pl.DataFrame) -> pl.DataFrame:
+    """One row per source comment of each response, with its own text: extraction reads one
+    comment at a time, so evidence never spans two comments and every span is in one comment.
+
+    >>> responses = pl.DataFrame({"dataset": ["d"], "request_id": ["t"], "response_id": ["t/a"],
+    ...     "responder_index": [0], "text": ["Heat\\n\\nAlien (1979)"],
+    ...     "comment_ids": [["c1", "c2"]], "comment_starts": [[0, 6]]})
+    >>> comment_texts(responses).select("comment_id", "text").rows()
+    [('c1', 'Heat'), ('c2', 'Alien (1979)')]
+    """
+    return (
+        responses.select(
+            "dataset",
+            "request_id",
+            "response_id",
+            "responder_index",
+            "text",
+            pl.col("comment_ids").alias("comment_id"),
+            pl.col("comment_starts").alias("start"),
+        )
+        .explode("comment_id", "start")
+        .with_columns(
+            # A comment ends where the blank line before the next one starts.
+            pl.col("start").shift(-1).over("response_id").sub(2).alias("end"),
+        )
+        .with_columns(
+            pl.col("text").str.slice(
+                pl.col("start"),
+                pl.col("end").fill_null(pl.col("text").str.len_chars()) - pl.col("start"),
+            )
+        )
+        .drop("start", "end")
+    )
+
+
 def _texts(context: StageContext, *, seen: bool) -> pl.DataFrame:
-    """Responses (role `response`) and, with `seen`, request prompts (role `seen`)."""
-    columns = ("dataset", "request_id", "response_id", "responder_index", "text")
-    frames = [context.read("responses").select(*columns, role=pl.lit("response"))]
+    """Response comments (role `response`) and, with `seen`, request prompts (role `seen`)."""
+    columns = ("dataset", "request_id", "response_id", "responder_index", "comment_id", "text")
+    comments = comment_texts(context.read("responses").filter(pl.col("text").is_not_null()))
+    frames = [comments.select(*columns, role=pl.lit("response"))]
     if seen:
         frames.append(
             context.read("requests").select(
@@ -27,6 +63,7 @@ def _texts(context: StageContext, *, seen: bool) -> pl.DataFrame:
                 "request_id",
                 pl.lit(None, dtype=pl.String).alias("response_id"),
                 pl.lit(None, dtype=pl.Int64).alias("responder_index"),
+                pl.lit(None, dtype=pl.String).alias("comment_id"),
                 pl.col("prompt").alias("text"),
                 role=pl.lit("seen"),
             )
@@ -50,10 +87,14 @@ def _with_gazetteer(context: StageContext) -> StageOutput:
         for (role,), part in texts.partition_by("role", as_dict=True, maintain_order=True).items()
     ]
     mentions = pl.concat([conform(f, "mentions") for f in frames])
-    responses = texts.filter(pl.col("role") == "response").height
+    comments = texts.filter(pl.col("role") == "response")
     return StageOutput(
         tables={"mentions": mentions},
-        counters={"responses_scanned": responses, "mentions": mentions.height},
+        counters={
+            "responses_scanned": comments["response_id"].n_unique(),
+            "comments_scanned": comments.height,
+            "mentions": mentions.height,
+        },
     )
 
 

@@ -23,7 +23,9 @@ _CARRIED = (
     "role",
     "stance",
 )
-_GROUNDING_COLUMNS = (*_CARRIED, "item_id", "status", "score", "reason")
+_GROUNDING_COLUMNS = (
+    *_CARRIED, "item_id", "status", "score", "reason", "candidates", "resolution"
+)  # fmt: skip
 
 
 def catalog_keys(catalog: pl.DataFrame) -> pl.DataFrame:
@@ -241,6 +243,8 @@ def _decided(matched: pl.DataFrame, method: str) -> pl.DataFrame:
             )
         )
         .alias("reason"),
+        pl.when(several).then(pl.col("item_ids")).alias("candidates"),
+        pl.lit(None, dtype=pl.String).alias("resolution"),
     )
 
 
@@ -269,6 +273,8 @@ def _unmatched(
         )
         .otherwise(pl.lit("no catalog key"))
         .alias("reason"),
+        pl.lit(None, dtype=pl.List(pl.String)).alias("candidates"),
+        pl.lit(None, dtype=pl.String).alias("resolution"),
     )
 
 

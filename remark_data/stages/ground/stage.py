@@ -10,6 +10,8 @@ import polars as pl
 from remark_data.config import PipelineSpec
 from remark_data.runner.context import StageContext
 from remark_data.runner.stage import Stage, StageOutput
+from remark_data.schemas import MATCHED_STATUSES
+from remark_data.stages.ground.disambiguate import disambiguate
 from remark_data.stages.ground.grounding import ground_mentions
 
 
@@ -26,16 +28,76 @@ def ground(context: StageContext) -> StageOutput:
         fuzzy_cutoff=settings.fuzzy_cutoff,
         creator_cutoff=settings.creator_cutoff,
     )
+    if settings.disambiguate:
+        groundings = resolve_same_titles(
+            groundings,
+            context.read("responses"),
+            catalog,
+            min_prior=settings.min_prior,
+            prior_ratio=settings.prior_ratio,
+        )
     by_status = groundings.group_by("status").len()
     counters: dict[str, int | float] = {
         f"mentions.{status}": n for status, n in by_status.iter_rows()
     }
+    for rule, n in groundings.drop_nulls("resolution").group_by("resolution").len().iter_rows():
+        counters[f"resolved_by.{rule}"] = n
     counters["catalog_items"] = catalog.height
     return StageOutput(tables={"catalog": catalog, "groundings": groundings}, counters=counters)
 
 
+def resolve_same_titles(
+    groundings: pl.DataFrame,
+    responses: pl.DataFrame,
+    catalog: pl.DataFrame,
+    *,
+    min_prior: int,
+    prior_ratio: float,
+) -> pl.DataFrame:
+    """Ambiguous groundings that a `disambiguate` rule settles become `disambiguated`, with
+    the rule in `resolution` and its evidence in `reason`; the candidates stay listed."""
+    written = responses.select(
+        "response_id",
+        pl.from_epoch("created_utc", time_unit="s").dt.year().cast(pl.Int64).alias("latest_year"),
+    )
+    ambiguous = (
+        groundings.filter(pl.col("status") == "ambiguous")
+        .join(written, on="response_id", how="left")
+        .select("mention_id", "request_id", "candidates", "latest_year")
+    )
+    if ambiguous.is_empty():
+        return groundings
+    unambiguous = groundings.filter(pl.col("status").is_in(MATCHED_STATUSES)).select(
+        "request_id", "item_id"
+    )
+    decided = disambiguate(
+        ambiguous,
+        unambiguous,
+        catalog.select("item_id", "year"),
+        min_prior=min_prior,
+        prior_ratio=prior_ratio,
+    )
+    return (
+        groundings.join(decided, on="mention_id", how="left", suffix="_decided")
+        .with_columns(
+            pl.coalesce("item_id_decided", "item_id").alias("item_id"),
+            pl.when(pl.col("resolution_decided").is_not_null())
+            .then(pl.lit("disambiguated"))
+            .otherwise(pl.col("status"))
+            .alias("status"),
+            pl.coalesce("reason_decided", "reason").alias("reason"),
+            pl.coalesce("resolution_decided", "resolution").alias("resolution"),
+        )
+        .select(groundings.columns)
+    )
+
+
 def _modules(spec: PipelineSpec) -> tuple[str, ...]:
-    return ("remark_data.stages.ground.catalogs", "remark_data.stages.ground.grounding")
+    return (
+        "remark_data.stages.ground.catalogs",
+        "remark_data.stages.ground.grounding",
+        "remark_data.stages.ground.disambiguate",
+    )
 
 
 def _catalog_inputs(context: StageContext) -> dict[str, Path]:
@@ -44,7 +106,7 @@ def _catalog_inputs(context: StageContext) -> dict[str, Path]:
 
 STAGE = Stage(
     name="ground",
-    reads=("mentions",),
+    reads=("mentions", "responses"),
     writes=("catalog", "groundings"),
     sections=("catalog", "ground"),
     compute=ground,

@@ -99,11 +99,15 @@ def responses_table(
     text: pl.Expr,
     responder_id: pl.Expr | None = None,
     flag: pl.Expr | None = None,
+    comment_ids: pl.Expr | None = None,
+    comment_starts: pl.Expr | None = None,
+    created_utc: pl.Expr | None = None,
 ) -> pl.DataFrame:
     """The `responses` table from (request_id, response_id, responder_index) rows.
 
     `responder_id` defaults to the response id (sources without author ids); `flag` is the
-    `responder_flag` (null when every responder is a known author).
+    `responder_flag` (null when every responder is a known author). A response that merges no
+    comments is its own single comment, starting at 0.
     """
     return frame.select(
         pl.lit(dataset).alias("dataset"),
@@ -113,6 +117,13 @@ def responses_table(
         (pl.col("response_id") if responder_id is None else responder_id).alias("responder_id"),
         text.alias("text"),
         (pl.lit(None, dtype=pl.String) if flag is None else flag).alias("responder_flag"),
+        (pl.concat_list("response_id") if comment_ids is None else comment_ids).alias(
+            "comment_ids"
+        ),
+        (
+            pl.concat_list(pl.lit(0, dtype=pl.Int64)) if comment_starts is None else comment_starts
+        ).alias("comment_starts"),
+        (pl.lit(None, dtype=pl.Int64) if created_utc is None else created_utc).alias("created_utc"),
     )
 
 
@@ -130,7 +141,8 @@ def mentions_table(
     """The `mentions` table for mentions a source gives itself (extractor ``source``).
 
     `role` defaults to ``response``; a ``seen`` mention (a title the request names) has the
-    stance ``mentioned``, a response's the stance ``recommended``. A frame without
+    stance ``referenced``, a response's the stance ``recommended``; the comment is the response
+    itself, with no span. A frame without
     response_id / responder_index holds seen mentions only: they belong to no responder.
     """
     role = pl.lit("response") if role is None else role
@@ -148,9 +160,16 @@ def mentions_table(
         (pl.lit(None, dtype=pl.Int64) if year is None else year).alias("year"),
         (pl.lit(None, dtype=pl.String) if creator is None else creator).alias("creator"),
         pl.when(role == "seen")
-        .then(pl.lit("mentioned"))
+        .then(pl.lit("referenced"))
         .otherwise(pl.lit("recommended"))
         .alias("stance"),
+        (
+            pl.col("response_id")
+            if "response_id" in frame.columns
+            else pl.lit(None, dtype=pl.String)
+        ).alias("comment_id"),
+        pl.lit(None, dtype=pl.Int64).alias("span_start"),
+        pl.lit(None, dtype=pl.Int64).alias("span_end"),
         pl.lit("source").alias("extractor"),
     )
 

@@ -155,6 +155,14 @@ def _responses(said: pl.DataFrame, *, options: ThreadOptions, dataset: str) -> p
         .agg(
             pl.col("body").str.join("\n\n").alias("text"),
             pl.col("author").is_null().any().alias("null_author"),
+            pl.col("id").alias("comment_ids"),
+            # Each body and the blank line after it: where the next comment starts in `text`.
+            (pl.col("body").str.len_chars() + 2)
+            .cum_sum()
+            .shift(1, fill_value=0)
+            .cast(pl.Int64)
+            .alias("comment_starts"),
+            pl.col("created_utc").max(),
         )
         .with_columns(
             pl.format("{}/{}", "request_id", "responder_id").alias("response_id"),
@@ -166,6 +174,9 @@ def _responses(said: pl.DataFrame, *, options: ThreadOptions, dataset: str) -> p
             text=pl.col("text"),
             responder_id=pl.col("responder_id"),
             flag=pl.when(pl.col("null_author")).then(pl.lit("null_author")),
+            comment_ids=pl.col("comment_ids"),
+            comment_starts=pl.col("comment_starts"),
+            created_utc=pl.col("created_utc"),
         )
     )
 

@@ -176,6 +176,9 @@ def test_builders_make_the_tables_columns() -> None:
         "surface": "a",
         "year": None,
         "creator": None,
-        "stance": "mentioned",
+        "stance": "referenced",  # the requester's own titles never enter the union
+        "comment_id": None,
+        "span_start": None,
+        "span_end": None,
         "extractor": "source",
     }

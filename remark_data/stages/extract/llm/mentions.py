@@ -26,21 +26,25 @@ def llm_mentions(
 ) -> pl.DataFrame:
     """The `mentions` table from the answers: one row per kept title of each text.
 
-    `texts` is a polars frame of (dataset, request_id, response_id, responder_index, text, role);
-    `spec` and `kinds` are those `summary` was extracted with.
+    `texts` is a polars frame of (dataset, request_id, response_id, responder_index, comment_id,
+    text, role); `spec` and `kinds` are those `summary` was extracted with. The span is where the
+    title first occurs in the text, ignoring case (null when the model rewrote it).
     """
     import polars as pl
 
-    from remark_data.schemas import MENTION_FIELDS, column_schema
+    from remark_data.schemas import MENTION_FIELDS, SPAN_FIELDS, column_schema
+    from remark_data.stages.extract import mention_prefix
 
     rows = []
-    for dataset, request_id, response_id, index, text, role in texts.select(
-        "dataset", "request_id", "response_id", "responder_index", "text", "role"
+    for dataset, request_id, response_id, index, comment_id, text, role in texts.select(
+        "dataset", "request_id", "response_id", "responder_index", "comment_id", "text", "role"
     ).iter_rows():
         result = summary.results.get(cache_key(text, spec=spec, kinds=kinds)) or {}
-        prefix = response_id if response_id is not None else f"{request_id}/seen"
+        prefix = mention_prefix(request_id, response_id, comment_id)
+        folded = text.casefold()
         for position, title in enumerate(result.get("titles") or []):
-            stance = title["stance"] if role == "response" else "mentioned"
+            stance = title["stance"] if role == "response" else "referenced"
+            start = folded.find(title["title"].casefold())
             rows.append(
                 (
                     dataset,
@@ -54,9 +58,12 @@ def llm_mentions(
                     title.get("year"),
                     title.get("creator"),
                     stance,
+                    comment_id,
+                    start if start >= 0 else None,
+                    start + len(title["title"]) if start >= 0 else None,
                 )
             )
-    schema = column_schema("mentions", *MENTION_FIELDS, "stance")
+    schema = column_schema("mentions", *MENTION_FIELDS, "stance", *SPAN_FIELDS)
     return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
         pl.lit("llm").alias("extractor")
     )
