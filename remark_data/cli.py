@@ -161,6 +161,8 @@ def evaluate(
     from remark_data.evaluate.run import evaluate_run
 
     report = evaluate_run(state.project, pipeline, gold=gold, draws=draws)
+    if fmt is OutputFormat.table:
+        report = report.drop("dataset").with_columns(pl.selectors.float().round(3))
     _print_frame(report, fmt, title=f"{pipeline} against {gold.name}")
 
 

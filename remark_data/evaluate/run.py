@@ -9,6 +9,7 @@ import polars as pl
 from remark_data.config import Project
 from remark_data.errors import RemarkError
 from remark_data.evaluate.gold import gold_frame, read_gold
+from remark_data.evaluate.grounding import read_grounding_gold, score_grounding
 from remark_data.evaluate.scoring import score
 from remark_data.runner import RunFolder
 from remark_data.schemas import MATCHED_STATUSES
@@ -19,13 +20,20 @@ def evaluate_run(
     project: Project, pipeline: str, *, gold: Path, draws: int = 1000, seed: int = 0
 ) -> pl.DataFrame:
     """Precision and recall with 95% bootstrap intervals at label, comment and mention level
-    (the last two need mentions that carry their `comment_id`)."""
+    (the last two need mentions that carry their `comment_id`); for a grounding gold (one
+    object per mention, `remark_data.evaluate.grounding`), at grounding level."""
     folder = RunFolder(project.runs_dir / pipeline)
     try:
         labels = folder.read("aggregate", "labels")
         groundings = folder.read("ground", "groundings")
     except FileNotFoundError as exc:
         raise RemarkError(f"{pipeline}: no labels yet; run `remark run {pipeline}` first") from exc
+    if _per_mention(gold):
+        mentions = [m for m in read_grounding_gold(gold) if m.dataset == pipeline]
+        if not mentions:
+            raise RemarkError(f"{gold}: no gold mentions for dataset {pipeline!r}")
+        row = score_grounding(groundings, mentions, draws=draws, seed=seed)
+        return pl.DataFrame([row]).with_columns(pl.lit(pipeline).alias("dataset"))
     wanted = gold_frame([c for c in read_gold(gold) if c.dataset == pipeline])
     if wanted.is_empty():
         raise RemarkError(f"{gold}: no gold comments for dataset {pipeline!r}")
@@ -50,6 +58,16 @@ def evaluate_run(
         rows.append(score(surfaces, wanted.select(*by, key="surface_key"), level="mention",
                           by=by, draws=draws, seed=seed))  # fmt: skip
     return pl.DataFrame(rows).with_columns(pl.lit(pipeline).alias("dataset"))
+
+
+def _per_mention(gold: Path) -> bool:
+    """A grounding gold labels mentions (`mention_id`), a comment gold lists `titles`."""
+    try:
+        with gold.open(encoding="utf-8") as lines:
+            first = next((line for line in lines if line.strip()), "")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RemarkError(f"{gold}: cannot read the gold file ({exc})") from exc
+    return '"mention_id"' in first and '"titles"' not in first
 
 
 def _response_mentions(folder: RunFolder, groundings: pl.DataFrame) -> pl.DataFrame | None:

@@ -21,8 +21,8 @@ def _counts(ours: pl.DataFrame, gold: pl.DataFrame, *, by: list[str]) -> pl.Data
         frame.group_by("request_id").agg(pl.len().alias(name))
         for frame, name in ((ours, "predicted"), (gold, "gold"), (hits, "tp"))
     ]
-    requests = gold.select("request_id").unique()
-    out = requests
+    # Requests of either side: a wrong item in a request with nothing to find still counts.
+    out = pl.concat([ours.select("request_id"), gold.select("request_id")]).unique()
     for frame in grouped:
         out = out.join(frame, on="request_id", how="left")
     return out.fill_null(0).with_columns(
