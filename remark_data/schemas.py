@@ -163,6 +163,10 @@ class CatalogItem(_Row):
     scope: str | None = Field(
         description="request_id the item belongs to, or null for global items."
     )
+    merged_ids: list[str] = Field(
+        description="Near-duplicate entries folded into this item (same kind and normalised "
+        "title, years within 1): their ids no longer occur."
+    )
 
 
 class LabelItem(_Row):

@@ -29,10 +29,10 @@ def evaluate_run(
     except FileNotFoundError as exc:
         raise RemarkError(f"{pipeline}: no labels yet; run `remark run {pipeline}` first") from exc
     if _per_mention(gold):
-        mentions = [m for m in read_grounding_gold(gold) if m.dataset == pipeline]
-        if not mentions:
+        labelled = [m for m in read_grounding_gold(gold) if m.dataset == pipeline]
+        if not labelled:
             raise RemarkError(f"{gold}: no gold mentions for dataset {pipeline!r}")
-        row = score_grounding(groundings, mentions, draws=draws, seed=seed)
+        row = score_grounding(groundings, labelled, draws=draws, seed=seed)
         return pl.DataFrame([row]).with_columns(pl.lit(pipeline).alias("dataset"))
     wanted = gold_frame([c for c in read_gold(gold) if c.dataset == pipeline])
     if wanted.is_empty():

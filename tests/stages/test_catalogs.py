@@ -59,3 +59,37 @@ def test_music_catalog_decodes_mac_roman() -> None:
     assert albums.height == 500 and music.filter(pl.col("kind") == "artist").height == 17632
     # Decoded as Mac-Roman: "Honky Château" (byte 0x89), not mojibake.
     assert albums.filter(pl.col("title") == "Honky Château")["creator"].to_list() == ["Elton John"]
+
+
+def test_near_duplicates_fold_into_one_item_and_stay_visible() -> None:
+    from remark_data.stages.ground.matching import normalize_title
+    from remark_data.stages.ground.merge import merge_near_duplicates
+
+    for raw in (
+        load_movie_catalog(MOVIE_FILES, dataset="d"),
+        load_music_catalog(
+            {
+                "artists": C / "music/hetrec2011-lastfm-2k/artists.dat",
+                "albums": C / "music/rolling_stone_500/albumlist.csv",
+            },
+            dataset="d",
+        ),
+    ):
+        raw = raw.with_columns(pl.lit([], dtype=pl.List(pl.String)).alias("merged_ids"))
+        merged = merge_near_duplicates(raw)
+        folded = merged.filter(pl.col("merged_ids").list.len() > 0)
+        assert folded.height > 20
+        # Every id is kept or named as merged, exactly once.
+        ids = merged["item_id"].to_list() + merged["merged_ids"].explode().drop_nulls().to_list()
+        assert sorted(ids) == sorted(raw["item_id"].to_list())
+        rows = {r["item_id"]: r for r in raw.iter_rows(named=True)}
+        for item in folded.iter_rows(named=True):
+            group = [rows[item["item_id"]], *(rows[i] for i in item["merged_ids"])]
+            assert len({normalize_title(r["title"]) for r in group}) == 1
+            years = [r["year"] for r in group if r["year"] is not None]
+            assert not years or max(years) - min(years) <= 1
+            assert sum(r["item_id"].startswith("imdb:") for r in group) <= 1
+            # Names of the folded entries stay findable as aliases.
+            assert {r["title"] for r in group} <= {item["title"], *item["aliases"]}
+    by_title = {r["title"]: r for r in merged.iter_rows(named=True)}
+    assert "The Arcade Fire" in by_title["Arcade Fire"]["aliases"]

@@ -16,6 +16,7 @@ import polars as pl
 
 from remark_data.errors import RemarkError
 from remark_data.frames import with_normalized_key
+from remark_data.stages.ground.merge import merge_near_duplicates
 from remark_data.stages.ground.pickles import load_restricted_pickle
 from remark_data.stages.scrape.spec import FileRefs, format_names
 
@@ -56,6 +57,7 @@ def load_rank_grpo_catalog(path: Path, *, dataset: str) -> pl.DataFrame:
             "aliases",
             pl.lit("movie").alias("kind"),
             pl.lit(None, dtype=pl.String).alias("scope"),
+            pl.lit([], dtype=pl.List(pl.String)).alias("merged_ids"),
         )
     )
 
@@ -71,6 +73,7 @@ def _catalog_frame(frame: pl.DataFrame, *, dataset: str, kind: str) -> pl.DataFr
         pl.col("aliases").cast(pl.List(pl.String)),
         pl.lit(kind).alias("kind"),
         pl.lit(None, dtype=pl.String).alias("scope"),
+        pl.lit([], dtype=pl.List(pl.String)).alias("merged_ids"),
     )
 
 
@@ -292,5 +295,6 @@ CATALOGS: dict[str, CatalogFormat[Any]] = {
 def load_catalog(
     catalog: CatalogSpec, files: Mapping[str, Path], *, dataset: str
 ) -> pl.DataFrame | None:
-    """The global catalog a spec names, or None for `format = "none"`."""
-    return CATALOGS[catalog.format].load(catalog, files, dataset=dataset)
+    """The global catalog a spec names, near-duplicates merged, or None (`format = "none"`)."""
+    loaded = CATALOGS[catalog.format].load(catalog, files, dataset=dataset)
+    return None if loaded is None else merge_near_duplicates(loaded)

@@ -43,6 +43,8 @@ def ground(context: StageContext) -> StageOutput:
     for rule, n in groundings.drop_nulls("resolution").group_by("resolution").len().iter_rows():
         counters[f"resolved_by.{rule}"] = n
     counters["catalog_items"] = catalog.height
+    # Near-duplicates folded at load (`merge`): listed per item in the catalog's `merged_ids`.
+    counters["catalog_duplicates_merged"] = int(catalog["merged_ids"].list.len().sum())
     return StageOutput(tables={"catalog": catalog, "groundings": groundings}, counters=counters)
 
 
@@ -97,6 +99,7 @@ def _modules(spec: PipelineSpec) -> tuple[str, ...]:
         "remark_data.stages.ground.catalogs",
         "remark_data.stages.ground.grounding",
         "remark_data.stages.ground.disambiguate",
+        "remark_data.stages.ground.merge",
     )
 
 

@@ -97,6 +97,7 @@ def _song_catalog(songs: dict[str, tuple[str, str | None]], *, dataset: str) -> 
         "aliases",
         pl.lit("song").alias("kind"),
         pl.lit(None, dtype=pl.String).alias("scope"),
+        pl.lit([], dtype=pl.List(pl.String)).alias("merged_ids"),
     )
 
 

@@ -79,6 +79,7 @@ def _cluster_catalog(clusters: pl.DataFrame, answers: pl.DataFrame, dataset: str
             "aliases",
             pl.lit("answer").alias("kind"),
             pl.col("request_id").alias("scope"),
+            pl.lit([], dtype=pl.List(pl.String)).alias("merged_ids"),
         )
     )
 
