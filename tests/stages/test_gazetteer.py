@@ -3,7 +3,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from remark_data.stages.extract.gazetteer import Gazetteer
+from remark_data.stages.extract.gazetteer import Gazetteer, gazetteer_mentions
 from tests.conftest import CORPUS
 
 CATALOG = [
@@ -201,3 +201,50 @@ def test_read_stance(text, title, stance) -> None:
 
     start = text.index(title)
     assert read_stance(text, start, start + len(title)) == stance
+
+
+@pytest.mark.parametrize(
+    ("comment_id", "surface", "title"),
+    [
+        ("g5a01ku", "American Paycho", "american psycho"),
+        ("g5a2ccf", "Napolean Dynamite", "napoleon dynamite"),
+        ("g550zku", "The Man Who Shot Liberty Vallance", "man who shot liberty valance"),
+        ("g59xfm7", "Forest Gump", "forrest gump"),
+    ],
+)
+def test_misspelled_titles_on_title_lines_of_real_comments(
+    movie_gazetteer, comment_texts, comment_id, surface, title
+) -> None:
+    from remark_data.stages.extract.misspelled import misspelled_mentions
+
+    text = comment_texts[comment_id]
+    row = {"dataset": "d", "request_id": "r", "response_id": "r/a", "responder_index": 0,
+           "comment_id": comment_id, "text": text}  # fmt: skip
+    texts = pl.DataFrame([row])
+    found = gazetteer_mentions(texts, movie_gazetteer, role="response", kind="movie")
+    extra = misspelled_mentions(
+        texts, found, movie_gazetteer.keys, prefixes=movie_gazetteer.prefixes, cutoff=92,
+        kind="movie",
+    )  # fmt: skip
+    assert surface in extra["surface"].to_list()
+    hit = extra.filter(pl.col("surface") == surface).row(0, named=True)
+    assert text[hit["span_start"] : hit["span_end"]] == surface
+    assert surface not in found["surface"].to_list()  # the gazetteer alone missed it
+    # Grounding finds the catalog name the step matched (same cutoff).
+    assert title in movie_gazetteer.keys
+
+
+def test_misspelling_guards_numbers_and_cut_short_names(movie_gazetteer) -> None:
+    from remark_data.stages.extract.misspelled import closest_names
+
+    names = [k for k in movie_gazetteer.keys if " " in k]
+    prefixes = movie_gazetteer.prefixes
+    queries = ["interstate 66", "pirates of the caribbean", "the amazing spiderman 1",
+               "shawn of the dead"]  # fmt: skip
+    matched = closest_names(queries, names, cutoff=92, prefixes=prefixes)
+    assert (
+        "interstate 66" not in matched
+        and "the amazing spiderman 1" not in matched
+        and "pirates of the caribbean" not in matched
+    )
+    assert matched.get("shawn of the dead") == "shaun of the dead"

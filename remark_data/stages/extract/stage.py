@@ -14,6 +14,7 @@ from remark_data.runner.stage import Stage, StageOutput
 from remark_data.schemas import conform
 from remark_data.stages.extract.gazetteer import Gazetteer, gazetteer_mentions
 from remark_data.stages.extract.llm import extract_with_llm, llm_mentions
+from remark_data.stages.extract.misspelled import misspelled_mentions
 
 
 def comment_texts(responses: pl.DataFrame) -> pl.DataFrame:
@@ -88,12 +89,25 @@ def _with_gazetteer(context: StageContext) -> StageOutput:
     ]
     mentions = pl.concat([conform(f, "mentions") for f in frames])
     comments = texts.filter(pl.col("role") == "response")
+    ground = context.spec.ground
+    misspelled = pl.DataFrame()
+    if "fuzzy" in ground.methods:  # only then can grounding find a misspelled title again
+        misspelled = misspelled_mentions(
+            comments,
+            mentions,
+            gazetteer.keys,
+            prefixes=gazetteer.prefixes,
+            cutoff=ground.fuzzy_cutoff,
+            kind=kind,
+        )
+        mentions = pl.concat([mentions, conform(misspelled, "mentions")])
     return StageOutput(
         tables={"mentions": mentions},
         counters={
             "responses_scanned": comments["response_id"].n_unique(),
             "comments_scanned": comments.height,
             "mentions": mentions.height,
+            "misspelled_titles": misspelled.height,
         },
     )
 
@@ -138,7 +152,8 @@ def extract(context: StageContext) -> StageOutput:
 def _modules(spec: PipelineSpec) -> tuple[str, ...]:
     method = "gazetteer" if spec.extract is None else spec.extract.method
     extractor = "gazetteer" if method == "gazetteer" else "llm"
-    return ("remark_data.stages.ground.catalogs", f"remark_data.stages.extract.{extractor}")
+    modules = ("remark_data.stages.ground.catalogs", f"remark_data.stages.extract.{extractor}")
+    return (*modules, "remark_data.stages.extract.misspelled") if method == "gazetteer" else modules
 
 
 def _catalog_inputs(context: StageContext) -> dict[str, Path]:
@@ -149,7 +164,7 @@ STAGE = Stage(
     name="extract",
     reads=("requests", "responses"),
     writes=("mentions",),
-    sections=("catalog", "extract"),
+    sections=("catalog", "extract", "ground"),  # ground: the misspelling step's cutoff
     compute=extract,
     modules=_modules,
     inputs=_catalog_inputs,
