@@ -109,16 +109,34 @@ def _fuzzy_candidates(
 
 
 def _creator_agrees(candidates: pl.DataFrame, cutoff: float) -> pl.DataFrame:
-    """Drop candidates whose author/artist contradicts the one named with the mention."""
-    from rapidfuzz import fuzz
-
+    """Drop candidates whose author/artist contradicts the one named with the mention. A
+    catalog creator may list several people ("Marcus Aurelius, Martin Hammond"): naming any
+    one of them agrees."""
     if candidates.is_empty() or "creator" not in candidates.columns:
         return candidates
     ok = [
-        m is None or c is None or fuzz.token_set_ratio(m.casefold(), c.casefold()) >= cutoff
+        m is None or c is None or creator_agrees(m, c, cutoff=cutoff)
         for m, c in zip(candidates["creator"], candidates["item_creator"], strict=True)
     ]
     return candidates.filter(pl.Series(ok, dtype=pl.Boolean))
+
+
+def creator_agrees(named: str, listed: str, *, cutoff: float) -> bool:
+    """Whether a creator named in text is one of a catalog item's comma-separated creators.
+
+    >>> creator_agrees("Marcus Aurelius", "Marcus Aurelius, Martin Hammond, Diskin Clay",
+    ...                cutoff=60)
+    True
+    >>> creator_agrees("Stephen King", "Peter Straub", cutoff=60)
+    False
+    """
+    from rapidfuzz import fuzz
+
+    named = named.casefold()
+    return any(
+        fuzz.token_set_ratio(named, person.strip()) >= cutoff
+        for person in listed.casefold().split(",")
+    )
 
 
 def ground_mentions(

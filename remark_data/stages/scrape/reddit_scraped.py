@@ -28,27 +28,33 @@ from remark_data.stages.scrape.spec import SourceSpec
 
 def _source(
     posts: list[tuple[str, str]],
-    comments: list[tuple[str, str, str]],
+    comments: list[tuple[str, str, str, str]],
     *,
     dataset: str,
     source: str,
     split: str,
 ) -> ScrapedSource:
+    """`comments`: (request_id, response_id, comment_id, text), each comment a responder."""
     requests = pl.DataFrame(
         posts, schema={"request_id": pl.String, "prompt": pl.String}, orient="row"
     )
-    responses = pl.DataFrame(
-        comments,
-        schema={"request_id": pl.String, "response_id": pl.String, "text": pl.String},
-        orient="row",
-    ).filter(pl.col("text").str.strip_chars() != "")
+    schema = ["request_id", "response_id", "comment_id", "text"]
+    responses = pl.DataFrame(comments, schema=schema, orient="row").filter(
+        pl.col("text").str.strip_chars() != ""
+    )
     deleted = responses.filter(says_nothing("text")).height
     responses = responses.filter(~says_nothing("text"))
     return ScrapedSource(
         requests=requests_table(requests, dataset=dataset, source=source, split=split),
         responses=responses.with_columns(
             pl.int_range(pl.len()).over("request_id").alias("responder_index")
-        ).pipe(responses_table, dataset=dataset, text=pl.col("text"), flag=pl.lit("no_author_ids")),
+        ).pipe(
+            responses_table,
+            dataset=dataset,
+            text=pl.col("text"),
+            flag=pl.lit("no_author_ids"),
+            comment_ids=pl.concat_list("comment_id"),
+        ),
         mentions=empty("mentions"),
         counters={
             "posts": requests.height,
@@ -69,6 +75,7 @@ def read_booksuggestions(path: Path, *, dataset: str, source: str, split: str) -
                 c["comment_id"]: (
                     p["reddit_id"],
                     f"{p['reddit_id']}/{c['comment_id']}",
+                    c["comment_id"],  # the reddit id of the comment
                     c.get("text") or "",
                 )
                 for p in posts
@@ -97,7 +104,7 @@ def read_suggestmeabook(path: Path, *, dataset: str, source: str, split: str) ->
     posts = list(read_jsonl(path, _post, what="a suggestmeabook post"))
     requests = [(request_id, text) for request_id, text, _ in posts]
     comments = [
-        (request_id, f"{request_id}/c{i}", comment)
+        (request_id, f"{request_id}/c{i}", f"{request_id}/c{i}", comment)  # no reddit ids
         for request_id, _, texts in posts
         for i, comment in enumerate(texts)
     ]
