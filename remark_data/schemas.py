@@ -174,6 +174,10 @@ class LabelItem(_Row):
     title: str
     year: int | None
     creator: str | None
+    aliases: list[str] = Field(
+        description="The item's other match strings (catalog aliases; ProtoQA: its cluster's "
+        "answer strings): trainers and `remark diagnose` match completions against both."
+    )
     count: int = Field(description="c_i: responders that mentioned the item.")
     p_hat: float = Field(description="p̂_i = c_i / n_x.")
 

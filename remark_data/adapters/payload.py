@@ -22,7 +22,13 @@ def label_payload(row: Mapping[str, Any]) -> dict[str, Any]:
         "request_id": row["request_id"],
         "dataset": row["dataset"],
         "items": [
-            {"item_id": i["item_id"], "title": i["title"], "year": i["year"], "p_hat": i["p_hat"]}
+            {
+                "item_id": i["item_id"],
+                "title": i["title"],
+                "year": i["year"],
+                "aliases": list(i["aliases"] or ()),
+                "p_hat": i["p_hat"],
+            }
             for i in row["items"]
         ],
         "union_item_ids": list(row["union_item_ids"]),

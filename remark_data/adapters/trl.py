@@ -59,6 +59,7 @@ def to_trl_dataset(labels: pl.DataFrame) -> datasets.Dataset:
                 pl.element().struct.field("item_id"),
                 pl.element().struct.field("title"),
                 pl.element().struct.field("year"),
+                pl.element().struct.field("aliases"),
                 pl.element().struct.field("p_hat"),
             )
         ),

@@ -16,7 +16,6 @@ from remark_data.diagnose.rollouts import Rollouts, diagnose_labels
 from remark_data.diagnose.saved import save_diagnostics
 from remark_data.errors import RemarkError
 from remark_data.reports import read_labels
-from remark_data.runner import RunFolder
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,11 +162,9 @@ def run_diagnosis(
         labels = labels.filter(pl.col("split") == split)
     if limit:
         labels = labels.head(limit)
-    catalog = RunFolder(project.runs_dir / pipeline).read("ground", "catalog")
     lists = _policy_lists(project, policy, labels, group_size=group_size)
     frame = diagnose_labels(
         labels,
-        catalog,
         policy=policy.name,
         ranks=ranks,
         group_size=group_size,

@@ -85,23 +85,10 @@ def protoqa_prediction_rollouts(human: Path, gpt2: Path) -> Rollouts:
     return Rollouts(completions=lists, source="ProtoQA's released predictions")
 
 
-def label_rows(labels: pl.DataFrame, catalog: pl.DataFrame) -> list[dict[str, Any]]:
-    """Label rows whose items carry their catalog aliases (ProtoQA answer strings)."""
-    aliases = catalog.select("item_id", "aliases").unique("item_id")
-    exploded = (
-        labels.select("request_id", "items")
-        .explode("items")
-        .unnest("items")
-        .drop_nulls("item_id")
-        .join(aliases, on="item_id", how="left")
-    )
-    items: dict[str, list[dict[str, Any]]] = {}
-    for row in exploded.iter_rows(named=True):
-        items.setdefault(row.pop("request_id"), []).append(row)
-    rows = []
-    for row in labels.iter_rows(named=True):
-        rows.append({**row, "items": items.get(row["request_id"], [])})
-    return rows
+def label_rows(labels: pl.DataFrame) -> list[dict[str, Any]]:
+    """Label rows as the trainers get them: each item with its match strings (`aliases`), so
+    diagnose matches completions exactly as a trainer's reward does."""
+    return labels.to_dicts()
 
 
 def groups_from_completions(
@@ -188,7 +175,6 @@ def _ranks_for(
 
 def diagnose_labels(
     labels: pl.DataFrame,
-    catalog: pl.DataFrame,
     *,
     policy: str,
     ranks: int | None = None,
@@ -210,7 +196,7 @@ def diagnose_labels(
     for (dataset, split), part in labels.partition_by(
         ["dataset", "split"], as_dict=True, maintain_order=True
     ).items():
-        rows = label_rows(part, catalog)
+        rows = label_rows(part)
         if matched is None:
             groups = popularity_groups(rows, group_size=group_size, ranks=k, seed=seed)
         else:

@@ -71,12 +71,16 @@ def _label_items(
         .join(n_responders.lazy(), on="request_id")
         .with_columns((pl.col("count") / pl.col("n_responders")).alias("p_hat"))
         .join(
-            catalog.lazy().select("item_id", "title", "year", "creator").unique("item_id"),
+            catalog.lazy()
+            .select("item_id", "title", "year", "creator", "aliases")
+            .unique("item_id"),
             on="item_id",
             how="left",
         )
         .with_columns(
-            pl.struct("item_id", "title", "year", "creator", "count", "p_hat").alias("item"),
+            pl.struct("item_id", "title", "year", "creator", "aliases", "count", "p_hat").alias(
+                "item"
+            ),
             pl.concat_list(pl.col("title"), pl.col("year").cast(pl.String).fill_null("")).alias(
                 "title_year"
             ),

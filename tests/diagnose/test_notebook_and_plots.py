@@ -16,8 +16,7 @@ from tests.test_cli import remark
 @pytest.fixture(scope="module")
 def with_diagnostics(built_project):
     labels = run_folder(built_project, "reddit_v2").read("aggregate", "labels")
-    catalog = run_folder(built_project, "reddit_v2").read("ground", "catalog")
-    report = diagnose_labels(labels, catalog, policy="popularity", group_size=8, ranks=20)
+    report = diagnose_labels(labels, policy="popularity", group_size=8, ranks=20)
     save_diagnostics(built_project.runs_dir, "reddit_v2", report)
     refresh_database(built_project)
     return built_project

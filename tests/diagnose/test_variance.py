@@ -58,7 +58,7 @@ def _monte_carlo_share(groups, *, scaled: bool, draws: int, seed: int) -> tuple[
 
 def _reddit_groups(project, *, source: str):
     labels = run_folder(project, "reddit_v2").read("aggregate", "labels")
-    rows = label_rows(labels, run_folder(project, "reddit_v2").read("ground", "catalog"))
+    rows = label_rows(labels)
     if source == "popularity":
         return popularity_groups(rows, group_size=8, ranks=RANKS, seed=1)
     # The real 20-line completions of the rows, one list per row, G = n_x per request.
@@ -76,10 +76,7 @@ def _reddit_groups(project, *, source: str):
 
 def _protoqa_groups(project):
     labels = run_folder(project, "protoqa").read("aggregate", "labels")
-    rows = label_rows(
-        labels.filter(labels["source"] == "dev-crowdsourced"),
-        run_folder(project, "protoqa").read("ground", "catalog"),
-    )
+    rows = label_rows(labels.filter(labels["source"] == "dev-crowdsourced"))
     rollouts = protoqa_prediction_rollouts(
         CORPUS / "protoqa/dev.predictions.human.jsonl",
         CORPUS / "protoqa/dev.predictions.gpt2finetuned.json",
@@ -142,38 +139,35 @@ def _ten_item_rollouts(project):
 
 def test_ranks_default_to_the_longest_list_and_a_longer_k_is_refused(built_project) -> None:
     labels, rollouts = _ten_item_rollouts(built_project)
-    catalog = run_folder(built_project, "reddit_v2").read("ground", "catalog")
-    inferred = diagnose_labels(labels, catalog, policy="ten", rollouts=rollouts)
-    explicit = diagnose_labels(labels, catalog, policy="ten", rollouts=rollouts, ranks=10)
+    inferred = diagnose_labels(labels, policy="ten", rollouts=rollouts)
+    explicit = diagnose_labels(labels, policy="ten", rollouts=rollouts, ranks=10)
     assert inferred["ranks"].to_list() == [10]
     assert inferred.equals(explicit)
     with pytest.raises(RemarkError, match=r"K = 20 .* longest list in ten.jsonl has 10 ranks"):
-        diagnose_labels(labels, catalog, policy="ten", rollouts=rollouts, ranks=20)
+        diagnose_labels(labels, policy="ten", rollouts=rollouts, ranks=20)
     # What K = 20 used to report on these lists: ranks 11-20 empty, counted as no-signal cells.
-    groups = groups_from_completions(label_rows(labels, catalog), rollouts.completions)
+    groups = groups_from_completions(label_rows(labels), rollouts.completions)
     padded = diagnose(groups, ranks=20)
     assert diagnose(groups).ranks == 10
     row = inferred.row(0, named=True)
     assert padded.no_signal_cells_union == pytest.approx(0.5 + row["no_signal_cells_union"] / 2)
     assert padded.no_signal_cells_responder > row["no_signal_cells_responder"]
     # Fewer ranks than the lists have is allowed: the lists are cut to K.
-    short = diagnose_labels(labels, catalog, policy="ten", rollouts=rollouts, ranks=5)
+    short = diagnose_labels(labels, policy="ten", rollouts=rollouts, ranks=5)
     assert short["ranks"].to_list() == [5]
 
 
 def test_popularity_sampler_default_ranks(built_project) -> None:
     labels = run_folder(built_project, "reddit_v2").read("aggregate", "labels")
-    catalog = run_folder(built_project, "reddit_v2").read("ground", "catalog")
-    report = diagnose_labels(labels, catalog, policy="popularity", group_size=4)
+    report = diagnose_labels(labels, policy="popularity", group_size=4)
     assert report["ranks"].to_list() == [SAMPLED_RANKS] == [10]
 
 
 def test_rollouts_matching_no_request_are_refused(built_project) -> None:
     labels = run_folder(built_project, "reddit_v2").read("aggregate", "labels")
-    catalog = run_folder(built_project, "reddit_v2").read("ground", "catalog")
     rollouts = Rollouts(completions={"nope": ["1. Heat", "2. Alien"]}, source="other.jsonl")
     with pytest.raises(RemarkError, match=r"none of the 1 request ids in other.jsonl"):
-        diagnose_labels(labels, catalog, policy="x", rollouts=rollouts)
+        diagnose_labels(labels, policy="x", rollouts=rollouts)
 
 
 @pytest.mark.parametrize(
