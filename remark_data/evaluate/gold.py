@@ -12,7 +12,7 @@ catalog id when `in_catalog` is "yes". A comment with no title has `"titles": []
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -45,22 +45,32 @@ class GoldComment(BaseModel):
     titles: list[GoldTitle]
 
 
-def read_gold(path: Path) -> list[GoldComment]:
-    """Parse a gold file; a bad line is a `RemarkError` naming the file and line."""
-    comments = []
+Line = TypeVar("Line", bound=BaseModel)
+
+
+def read_lines(path: Path, model: type[Line]) -> list[tuple[int, Line]]:
+    """(line number, parsed line) of a JSONL gold file; a bad line is a `RemarkError` naming the
+    file, line and field."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise RemarkError(f"{path}: cannot read the gold file ({exc})") from exc
+    parsed = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            comments.append(GoldComment.model_validate_json(line))
+            parsed.append((number, model.model_validate_json(line)))
         except ValidationError as exc:
             first = exc.errors()[0]
             key = ".".join(str(p) for p in first["loc"]) or "(line)"
             raise RemarkError(f"{path}:{number}: {key}: {first['msg']}") from exc
+    return parsed
+
+
+def read_gold(path: Path) -> list[GoldComment]:
+    """Parse a comment gold file; a bad line is a `RemarkError` naming the file and line."""
+    comments = [comment for _, comment in read_lines(path, GoldComment)]
     if not comments:
         raise RemarkError(f"{path}: no gold comments")
     return comments

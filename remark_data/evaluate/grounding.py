@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from remark_data.errors import RemarkError
+from remark_data.evaluate.gold import read_lines
 from remark_data.evaluate.scoring import score
 from remark_data.schemas import MATCHED_STATUSES
 
@@ -38,20 +39,8 @@ class GoldMention(BaseModel):
 
 def read_grounding_gold(path: Path) -> list[GoldMention]:
     """Parse a grounding gold file; a bad line is a `RemarkError` naming file and line."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RemarkError(f"{path}: cannot read the gold file ({exc})") from exc
     gold = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            mention = GoldMention.model_validate_json(line)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            key = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise RemarkError(f"{path}:{number}: {key}: {first['msg']}") from exc
+    for number, mention in read_lines(path, GoldMention):
         if (mention.item_id is None) == (mention.cause is None):
             raise RemarkError(f"{path}:{number}: give either item_id or cause")
         gold.append(mention)

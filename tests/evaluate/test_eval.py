@@ -79,3 +79,15 @@ def test_remark_eval_prints_a_table_or_json(reddit_project) -> None:
     assert label["tp"] / (label["tp"] + label["fp"]) == pytest.approx(label["precision"])
     wrong = remark(reddit_project, "eval", "reddit_books", "--gold", str(REPO / "README.md"))
     assert wrong.returncode != 0 and len(wrong.stderr.strip().splitlines()) == 1
+
+
+def test_bad_grounding_gold_lines_name_file_and_line(tmp_path) -> None:
+    path = tmp_path / "music.jsonl"
+    good = {"dataset": "d", "request_id": "r", "mention_id": "m", "surface": "X", "item_id": "i"}
+    both = {**good, "cause": "not_in_catalog"}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(both) + "\n")
+    with pytest.raises(RemarkError, match=r"music.jsonl:2: give either item_id or cause"):
+        read_grounding_gold(path)
+    path.write_text(json.dumps({**good, "cause": "typo"}) + "\n")
+    with pytest.raises(RemarkError, match=r"music.jsonl:1: cause"):
+        read_grounding_gold(path)
