@@ -240,7 +240,7 @@ def test_misspelling_guards_numbers_and_cut_short_names(movie_gazetteer) -> None
     names = [k for k in movie_gazetteer.keys if " " in k]
     prefixes = movie_gazetteer.prefixes
     queries = ["interstate 66", "pirates of the caribbean", "the amazing spiderman 1",
-               "shawn of the dead"]  # fmt: skip
+               "shawn of the dead", "dr strangelove"]  # fmt: skip
     matched = closest_names(queries, names, cutoff=92, prefixes=prefixes)
     assert (
         "interstate 66" not in matched
@@ -248,3 +248,6 @@ def test_misspelling_guards_numbers_and_cut_short_names(movie_gazetteer) -> None
         and "pirates of the caribbean" not in matched
     )
     assert matched.get("shawn of the dead") == "shaun of the dead"
+    # "Dr. Strangelove or: How I Learned ..." is too long for the gazetteer, but it is no
+    # misspelling of "Dr. Strange Glove".
+    assert "dr strangelove" not in matched

@@ -1,10 +1,8 @@
 """Stage 2, extract (offline): a catalog gazetteer that finds titles in free text.
 
-Every catalog title and alias becomes a normalised token key; a text is scanned once, left to
-right, extending token n-grams only while they are a prefix of some key, and the longest match
-wins. Cost grows with the text, not with the catalog (no per-title regex loop). Titles that are
-common words ("Up", "Her", "It", "Heat", "Us") are only accepted with evidence: quotes around
-them, a year after them, or a list context (the title alone on its line) — and capitalised.
+Every catalog title and alias is a normalised token key; a text is scanned once, extending token
+n-grams while they prefix some key, longest match first, so cost grows with the text, not the
+catalog. One-word and common-word titles ("Up", "Her", "Heat") need evidence (`_has_evidence`).
 
 Examples
 --------
@@ -100,14 +98,13 @@ class Gazetteer:
         self.prefixes: set[str] = set()
         for item_id, name in names:
             key = normalize_title(name)
-            if not key or len(key.split()) > MAX_TOKENS:
+            if not key or len(key.split()) > MAX_TOKENS:  # too long to find; its start is a
+                self.prefixes.update(_token_prefixes(key.split()[:MAX_TOKENS]))  # prefix still
                 continue
             # "L.A. Confidential" is also written "LA Confidential".
-            for variant in {key, _SINGLE_LETTERS.sub(_join_letters, key)}:
+            for variant in {key, _SINGLE_LETTERS.sub(lambda m: m.group().replace(" ", ""), key)}:
                 self.keys.setdefault(variant, set()).add(item_id)
-                tokens = variant.split()
-                for n in range(1, len(tokens) + 1):
-                    self.prefixes.add(" ".join(tokens[:n]))
+                self.prefixes.update(_token_prefixes(variant.split()))
 
     @staticmethod
     def _needs_evidence(key: str) -> bool:
@@ -262,8 +259,8 @@ def _name_before(rev: str, back: int) -> bool:
     return found is not None and _SENTENCE_START_REV.match(rev, found.end()) is None
 
 
-def _join_letters(found: re.Match[str]) -> str:
-    return found.group().replace(" ", "")
+def _token_prefixes(tokens: list[str]) -> list[str]:
+    return [" ".join(tokens[:n]) for n in range(1, len(tokens) + 1)]
 
 
 def gazetteer_mentions(

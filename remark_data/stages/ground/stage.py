@@ -28,7 +28,7 @@ def ground(context: StageContext) -> StageOutput:
         fuzzy_cutoff=settings.fuzzy_cutoff,
         creator_cutoff=settings.creator_cutoff,
     )
-    if settings.disambiguate:
+    if settings.disambiguate and (groundings["status"] == "ambiguous").any():
         groundings = resolve_same_titles(
             groundings,
             context.read("responses"),
