@@ -40,6 +40,7 @@ bench: $(BIN)/remark
 	$(BIN)/python benchmarks/bench_grounding.py
 	$(BIN)/python benchmarks/bench_extract.py
 	$(BIN)/python benchmarks/eval_grounding.py
+	$(BIN)/python benchmarks/eval_answer_matching.py
 	$(BIN)/python benchmarks/bench_llm.py
 
 lint: $(BIN)/remark
