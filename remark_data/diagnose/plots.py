@@ -117,6 +117,31 @@ def diagnostics_bars(diagnostics: pl.DataFrame) -> Figure:
     return figure
 
 
+def popularity_bars(diagnostics: pl.DataFrame) -> Figure | None:
+    """Recall per item-popularity decile under union and responder rewards, one panel per
+    (dataset, split, policy) that has deciles; None when none has (ProtoQA's clusters)."""
+    if "recall_by_decile_union" not in diagnostics.columns:
+        return None
+    rows = diagnostics.filter(pl.col("recall_by_decile_union").list.len() > 0)
+    if rows.is_empty():
+        return None
+    figure = _figure(height=3.0 * rows.height)
+    for axis, row in zip(
+        figure.subplots(rows.height, squeeze=False)[:, 0], rows.iter_rows(named=True), strict=True
+    ):
+        deciles = range(1, len(row["recall_by_decile_union"]) + 1)
+        for offset, kind in ((-0.2, "union"), (0.2, "responder")):
+            share = row[f"top_decile_reward_share_{kind}"]
+            axis.bar([d + offset for d in deciles], row[f"recall_by_decile_{kind}"], width=0.4,
+                     label=f"{kind} (top 10% of items earn {share:.0%} of the reward)")  # fmt: skip
+        axis.set_title(f"{row['dataset']}/{row['split']} ({row['policy']})", fontsize=9)
+        axis.set_xticks(list(deciles))
+        axis.set_ylabel("recall", fontsize=8)
+        axis.legend(fontsize=7)
+    axis.set_xlabel("item popularity decile (1 = named by the most requests)", fontsize=8)
+    return figure
+
+
 def write_figures(
     directory: Path, *, labels: pl.DataFrame, stats: pl.DataFrame, diagnostics: pl.DataFrame | None
 ) -> list[Path]:
@@ -129,6 +154,8 @@ def write_figures(
     }
     if diagnostics is not None and not diagnostics.is_empty():
         figures["diagnostics.png"] = diagnostics_bars(diagnostics)
+        if (bias := popularity_bars(diagnostics)) is not None:
+            figures["popularity_bias.png"] = bias
     paths = []
     for name, figure in figures.items():
         path = directory / name

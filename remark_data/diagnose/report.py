@@ -95,9 +95,15 @@ class DiagnosisReport:
     saved: Path
 
     def metrics(self) -> pl.DataFrame:
-        """One row per metric, one column per ``dataset/split``."""
+        """One row per metric, one column per ``dataset/split`` (per-decile lists as text)."""
         columns = [f"{d}/{s}" for d, s in self.frame.select("dataset", "split").iter_rows()]
-        return self.frame.drop("dataset", "split", "policy", "verdict").transpose(
+        frame = self.frame.drop("dataset", "split", "policy", "verdict")
+        as_text = [
+            pl.col(name).cast(pl.List(pl.String)).list.join(" ").alias(name)
+            for name, dtype in frame.schema.items()
+            if isinstance(dtype, pl.List)
+        ]
+        return frame.with_columns(as_text).transpose(
             include_header=True, header_name="metric", column_names=columns
         )
 

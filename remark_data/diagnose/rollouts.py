@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from remark_data.diagnose.popularity import item_popularity, popularity_bias
 from remark_data.diagnose.variance import RequestGroup
 from remark_data.errors import RemarkError
 from remark_data.rewards import ListScorer, RequestLabels, dataset_metrics, parse_list
@@ -205,9 +206,11 @@ def diagnose_labels(
             continue
         report = diagnose(groups, ranks=k)
         metrics = dataset_metrics(((items, g.labels) for g in groups for items in g.lists), k)
+        popularity = item_popularity(row["union_item_ids"] for row in rows)
+        bias = popularity_bias(groups, popularity=popularity)
         results.append(
             {"dataset": dataset, "split": split, "policy": policy, **report.as_dict(), **metrics,
-             "unknown_request_ids": unknown}
+             **bias, "unknown_request_ids": unknown}
         )  # fmt: skip
     if not results:
         raise RemarkError(f"no request of the labels has lists from policy {policy!r}")

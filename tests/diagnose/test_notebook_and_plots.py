@@ -40,7 +40,7 @@ def test_notebook_executes_and_draws_its_figures(with_diagnostics, monkeypatch) 
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(images) == 4  # responders, p̂, agreement, diagnostics
+    assert len(images) == 5  # responders, p̂, agreement, diagnostics, popularity bias
 
 
 def test_stats_plots_writes_real_pngs(with_diagnostics, tmp_path) -> None:
@@ -51,6 +51,7 @@ def test_stats_plots_writes_real_pngs(with_diagnostics, tmp_path) -> None:
         "diagnostics.png",
         "label_noise.png",
         "p_hat_distribution.png",
+        "popularity_bias.png",
         "responders_per_request.png",
     ]
     for path in (tmp_path / "figures").iterdir():
