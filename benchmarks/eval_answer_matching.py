@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from remark_data.config import load_pipeline_spec
 from remark_data.pipeline import PipelineRun
 from remark_data.runner import RunFolder
-from remark_data.stages.ground.matching import TitleMatcher
+from remark_data.stages.ground.matching import MATCH_STEPS, MatchStep, TitleMatcher
 from tests.conftest import make_project
 
 
-def leave_one_out(clusters: pl.DataFrame) -> dict[str, int]:
+def leave_one_out(clusters: pl.DataFrame, steps: tuple[MatchStep, ...]) -> dict[str, int]:
     """`clusters`: scope (question), item_id, title, aliases (its answer strings)."""
     counts = {"right": 0, "false": 0, "missed": 0}
     for (_,), question in clusters.partition_by("scope", as_dict=True).items():
@@ -42,6 +42,7 @@ def leave_one_out(clusters: pl.DataFrame) -> dict[str, int]:
                     [(item_id, rest[0], None), *others],
                     aliases=[(item_id, s) for s in rest[1:]]
                     + [(i, a) for i, _, al in items if i != item_id for a in al],
+                    steps=steps,
                 )
                 found = matcher.match(held_out)
                 key = "missed" if found is None else "right" if found == item_id else "false"
@@ -57,16 +58,17 @@ def main() -> None:
         )
         catalog = RunFolder(project.runs_dir / "protoqa").read("scrape", "catalog")
     dev = catalog.filter(~pl.col("scope").str.starts_with("train_"))
-    counts = leave_one_out(dev)
-    total = sum(counts.values())
-    result = {
-        "bench": "answer_matching_loo",
-        "strings": total,
-        "accuracy": round(counts["right"] / total, 4),
-        "false_match_share": round(counts["false"] / total, 4),
-        "missed_share": round(counts["missed"] / total, 4),
-    }
-    print(f"dev clusters: {dev.height}, held-out strings: {total}")
+    result: dict[str, object] = {"bench": "answer_matching_loo"}
+    for n in range(1, len(MATCH_STEPS) + 1):
+        steps = MATCH_STEPS[:n]
+        counts = leave_one_out(dev, steps)
+        total = sum(counts.values())
+        name = "+".join(steps)
+        print(f"{name:>24}: accuracy {counts['right'] / total:.3f}, false matches "
+              f"{counts['false'] / total:.3f}, missed {counts['missed'] / total:.3f} "
+              f"({total} held-out strings of {dev.height} dev clusters)")  # fmt: skip
+        result[name] = {"accuracy": round(counts["right"] / total, 4),
+                        "false_match_share": round(counts["false"] / total, 4)}  # fmt: skip
     print(json.dumps(result))
 
 

@@ -25,6 +25,7 @@ from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from remark_data.errors import RemarkError
 from remark_data.stages.ground.catalogs import CATALOGS, CatalogSpec, NoCatalog
+from remark_data.stages.ground.matching import MatchStep
 from remark_data.stages.scrape.formats import SOURCE_FORMATS
 from remark_data.stages.scrape.spec import SourceSpec
 from remark_data.stages.scrape.spec import SpecModel as _Spec
@@ -110,6 +111,22 @@ class GroundSpec(_Spec):
     )
 
 
+class RewardsSpec(_Spec):
+    match_steps: list[MatchStep] = Field(
+        default=["normalized"],
+        min_length=1,
+        description="How a trainer's reward (and `remark diagnose`) matches a generated line to a "
+        "label item, in order: `normalized` key, `lemma` key, guarded `fuzzy` "
+        "(remark_data.stages.ground.matching.MatchStep). Written into every label row.",
+    )
+
+    @model_validator(mode="after")
+    def _normalized_first(self) -> RewardsSpec:
+        if self.match_steps[0] != "normalized":
+            raise ValueError("match_steps must start with 'normalized'")
+        return self
+
+
 class StatsSpec(_Spec):
     group_size: int = Field(default=8, ge=2, description="G for the Proposition 2 bound.")
 
@@ -121,6 +138,7 @@ class PipelineSpec(_Spec):
     catalog: AnyCatalogSpec = NoCatalog()
     extract: ExtractSpec | None = None
     ground: GroundSpec = GroundSpec()
+    rewards: RewardsSpec = RewardsSpec()
     stats: StatsSpec = StatsSpec()
 
     @model_validator(mode="after")

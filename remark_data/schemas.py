@@ -196,6 +196,9 @@ class Label(_Row):
     items: list[LabelItem] = Field(description="Union items, most mentioned first.")
     union_item_ids: list[str] = Field(description="U_x = {i : c_i >= 1}.")
     responder_item_ids: list[list[str]] = Field(description="S_j per responder, in response order.")
+    match_steps: list[str] = Field(
+        description="How a reward matches a generated line to these items (`[rewards]`)."
+    )
     groundtruth_with_release_year: list[list[str]] = Field(
         description="Rank-GRPO-compatible [title, year] pairs of the union (year '' when unknown)."
     )

@@ -35,6 +35,7 @@ def label_payload(row: Mapping[str, Any]) -> dict[str, Any]:
         "responder_item_ids": [list(ids) for ids in row["responder_item_ids"]],
         "seen_item_ids": list(row["seen_item_ids"]),
         "seen_titles": list(row["seen_titles"]),
+        "match_steps": list(row.get("match_steps") or ("normalized",)),
     }
 
 

@@ -41,7 +41,9 @@ if TYPE_CHECKING:
     import datasets
     import polars as pl
 
-_LABEL_COLUMNS = ("items", "responder_item_ids", "seen_item_ids", "seen_titles", "request_id")
+_LABEL_COLUMNS = (
+    "items", "responder_item_ids", "seen_item_ids", "seen_titles", "match_steps", "request_id"
+)  # fmt: skip
 
 
 def to_trl_dataset(labels: pl.DataFrame) -> datasets.Dataset:
@@ -67,6 +69,7 @@ def to_trl_dataset(labels: pl.DataFrame) -> datasets.Dataset:
         "responder_item_ids",
         "seen_item_ids",
         "seen_titles",
+        "match_steps",
     )
     return datasets.Dataset(frame.to_arrow())
 

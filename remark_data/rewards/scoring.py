@@ -63,6 +63,7 @@ class ListScorer:
             ((i["item_id"], i["title"], i.get("year")) for i in items),
             year_tolerance=self.year_tolerance,
             aliases=((i["item_id"], a) for i in items for a in i.get("aliases") or ()),
+            steps=row.get("match_steps") or ("normalized",),
         )
         seen_keys = frozenset(normalize_title(t) for t in row.get("seen_titles") or ())
         prepared = (matcher, labels, seen_keys)

@@ -6,6 +6,7 @@ once); p̂_i = c_i / n_x; the union is {i : c_i ≥ 1}. Only `recommended` menti
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -101,8 +102,10 @@ def build_labels(
     responses: pl.DataFrame,
     groundings: pl.DataFrame,
     catalog: pl.DataFrame,
+    match_steps: Sequence[str] = ("normalized",),
 ) -> tuple[pl.DataFrame, dict[str, int]]:
-    """The `labels` table (one row per request with ≥ 1 responder) and counters."""
+    """The `labels` table (one row per request with ≥ 1 responder) and counters; every row
+    carries the `match_steps` a trainer's reward matches generated lines with."""
     grounded = groundings.lazy().filter(pl.col("status").is_in(MATCHED_STATUSES))
     seen_pairs = grounded.filter(pl.col("role") == "seen").select("request_id", "item_id")
     # Only recommended mentions count, and never a title the requester named (a seen item).
@@ -142,7 +145,8 @@ def build_labels(
         .collect(engine="in-memory")
     )
     labels = labels.with_columns(
-        pl.col("items").fill_null(pl.lit([], dtype=labels.schema["items"]))
+        pl.col("items").fill_null(pl.lit([], dtype=labels.schema["items"])),
+        pl.lit(list(match_steps), dtype=pl.List(pl.String)).alias("match_steps"),
     )
     by_stance = groundings.filter(pl.col("role") == "response").group_by("stance").len()
     counters = {
@@ -159,6 +163,7 @@ def aggregate(context: StageContext) -> StageOutput:
         responses=context.read("responses"),
         groundings=context.read("groundings"),
         catalog=context.read("catalog"),
+        match_steps=context.spec.rewards.match_steps,
     )
     return StageOutput(tables={"labels": labels}, counters=dict(counters))
 
@@ -167,7 +172,7 @@ STAGE = Stage(
     name="aggregate",
     reads=("requests", "responses", "groundings", "catalog"),
     writes=("labels",),
-    sections=(),
+    sections=("rewards",),
     compute=aggregate,
     modules=lambda spec: (__name__,),
 )
