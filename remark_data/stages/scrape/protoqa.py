@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import polars as pl
+from pydantic import Field
 
 from remark_data.errors import RemarkError
 from remark_data.frames import with_normalized_key
+from remark_data.stages.ground.matching import lemma_key
 from remark_data.stages.scrape import (
     ScrapedSource,
     SourceFormat,
@@ -26,6 +28,9 @@ from remark_data.stages.scrape import (
     responses_table,
 )
 from remark_data.stages.scrape.spec import SourceSpec
+
+#: How train answer strings are grouped into items (`read_protoqa_train`).
+AnswerKey = Literal["normalized", "lemma"]
 
 ANSWER_SCHEMA = {
     "request_id": pl.String,
@@ -136,10 +141,39 @@ def read_protoqa_dev(path: Path, *, dataset: str, source: str, split: str) -> Sc
     )
 
 
+def _train_clusters(answers: pl.DataFrame, *, group_by: AnswerKey) -> tuple[pl.DataFrame, int]:
+    """(request_id, item_id, answer) rows grouping each question's answer strings by key, and
+    how many items the lemma key folded beyond the normalised key."""
+    keyed = with_normalized_key(answers, "answer").filter(pl.col("key") != "")
+    by_key = keyed.select("request_id", "key").n_unique()
+    if group_by == "lemma":
+        keyed = keyed.with_columns(
+            pl.col("answer").map_elements(lemma_key, return_dtype=pl.String).alias("lemma")
+        ).with_columns(  # an answer made only of pronouns keeps its normalised key
+            pl.when(pl.col("lemma") != "").then("lemma").otherwise("key").alias("key")
+        )
+    clusters = keyed.select(
+        "request_id", pl.format("{}:{}", "request_id", "key").alias("item_id"), "answer"
+    )
+    return clusters, by_key - keyed.select("request_id", "key").n_unique()
+
+
 def read_protoqa_train(
-    questions_path: Path, answers_path: Path, *, dataset: str, source: str, split: str
+    questions_path: Path,
+    answers_path: Path,
+    *,
+    dataset: str,
+    source: str,
+    split: str,
+    group_by: AnswerKey = "normalized",
 ) -> ScrapedSource:
-    """The simplified train set: ``{qid: question}`` and ``{qid: {answer: count}}``."""
+    """The simplified train set: ``{qid: question}`` and ``{qid: {answer: count}}``.
+
+    Train has no clusters: a question's answer strings are grouped into items by their
+    normalised key or, with ``group_by = "lemma"``, by the rewards' lemma key ("his birthday",
+    "birthdays" and "birthday" are one item), so p̂ and union sizes mean on train what the dev
+    clusters make them mean. `strings_merged` counts the items the lemma key folded.
+    """
     try:
         question_map: dict[str, str] = json.loads(questions_path.read_text())
         answer_map: dict[str, dict[str, int]] = json.loads(answers_path.read_text())
@@ -165,16 +199,16 @@ def read_protoqa_train(
     requests, responses, mentions = _expand(
         answer_frame, questions, dataset=dataset, source=source, split=split
     )
-    keyed = with_normalized_key(answer_frame, "answer").filter(pl.col("key") != "")
-    clusters = keyed.select(
-        "request_id", pl.format("{}:{}", "request_id", "key").alias("item_id"), "answer"
-    )
+    clusters, merged = _train_clusters(answer_frame, group_by=group_by)
     return ScrapedSource(
         requests=requests,
         responses=responses,
         mentions=mentions,
         catalog=_cluster_catalog(clusters, answer_frame, dataset),
-        counters={"questions_without_answers": len(question_map) - len(answer_map)},
+        counters={
+            "questions_without_answers": len(question_map) - len(answer_map),
+            "strings_merged": merged,
+        },
     )
 
 
@@ -190,6 +224,10 @@ class ProtoQATrain(SourceSpec):
 
     format: Literal["protoqa_train_simplified"]
     roles: ClassVar[tuple[str, ...]] = ("questions", "answers")
+    group_by: AnswerKey = Field(
+        default="normalized",
+        description="How answer strings become items: normalised key, or the rewards' lemma key.",
+    )
 
 
 def _read_dev(source: ProtoQADev, files: Mapping[str, Path], *, dataset: str) -> ScrapedSource:
@@ -205,6 +243,7 @@ def _read_train(source: ProtoQATrain, files: Mapping[str, Path], *, dataset: str
         dataset=dataset,
         source=source.name,
         split=source.split,
+        group_by=source.group_by,
     )
 
 

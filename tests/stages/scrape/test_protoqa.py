@@ -3,9 +3,10 @@
 import json
 from collections import Counter
 
+import polars as pl
 import pytest
 
-from remark_data.stages.ground.matching import normalize_title
+from remark_data.stages.ground.matching import lemma_key, normalize_title
 from tests.conftest import CORPUS, run_folder
 
 
@@ -62,7 +63,8 @@ def test_crowdsourced_uses_raw_counts_where_the_cluster_count_disagrees(labels) 
     assert item["count"] == sum(record["answers"]["raw"][a] for a in cluster["answers"]) == 4
 
 
-def test_train_items_are_normalised_answer_strings(labels) -> None:
+def test_train_items_group_answer_strings_by_the_rewards_lemma_key(labels) -> None:
+    """pipelines/protoqa.toml groups train answers by `lemma_key` ("babies" and "baby")."""
     answers = json.loads(
         (CORPUS / "protoqa/train_simplified/simplified_train_answer.json").read_text()
     )
@@ -71,7 +73,7 @@ def test_train_items_are_normalised_answer_strings(labels) -> None:
         counts: Counter[str] = Counter()
         for answer, k in answers[qid].items():
             if k and normalize_title(answer):
-                counts[f"{qid}:{normalize_title(answer)}"] += k
+                counts[f"{qid}:{lemma_key(answer) or normalize_title(answer)}"] += k
         label = labels[qid]
         assert label["split"] == "train"
         assert label["n_responders"] == sum(answers[qid].values())
@@ -81,3 +83,24 @@ def test_train_items_are_normalised_answer_strings(labels) -> None:
 def test_request_ids_are_protoqa_ids(labels) -> None:
     assert "r1q1" in labels and "dev-scraped_q3" in labels and "train_q0" in labels
     assert labels["r1q1"]["prompt"].startswith("Name something that is hard to guess")
+
+
+def test_lemma_grouping_merges_only_inflections_and_pronouns(tmp_path) -> None:
+    from remark_data.stages.scrape.protoqa import read_protoqa_train
+
+    questions = CORPUS / "protoqa/train_simplified/simplified_train_question.json"
+    answers = CORPUS / "protoqa/train_simplified/simplified_train_answer.json"
+    by = {
+        group: read_protoqa_train(
+            questions, answers, dataset="d", source="t", split="train", group_by=group
+        )
+        for group in ("normalized", "lemma")
+    }
+    merged = by["lemma"].counters["strings_merged"]
+    assert merged == by["normalized"].catalog.height - by["lemma"].catalog.height > 0
+    assert by["normalized"].counters["strings_merged"] == 0
+    grouped = by["lemma"].catalog.filter(pl.col("aliases").list.len() > 1)
+    names = [set(a) for a in grouped["aliases"].to_list()]
+    assert {"babies", "baby"} in names and {"feet", "foot"} in names
+    # Every folded group shares one lemma key; no two different keys were merged.
+    assert all(len({lemma_key(a) for a in group}) == 1 for group in names)
