@@ -19,11 +19,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 GOLD = REPO / "tests/data/moviesuggestions_titles_gold.jsonl"
 CORPUS = REPO.parent / "shared/corpus"
+COMMENTS = CORPUS / "reddit/dumps/moviesuggestions_2020-09/ndjson/MovieSuggestions_comments.ndjson"
 
 
 def score(predicted: dict[str, list[str]], gold: dict[str, list[str]]) -> dict[str, float]:
@@ -76,6 +78,18 @@ def gazetteer_predictions(rows: list[dict]) -> dict[str, list[str]]:
     }
 
 
+def with_texts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The gold holds ids and titles only: each comment's text comes from the corpus dump."""
+    wanted = {r["comment_id"] for r in rows}
+    bodies = {}
+    with COMMENTS.open() as lines:
+        for line in lines:
+            record = json.loads(line)
+            if record["id"] in wanted:
+                bodies[record["id"]] = record["body"]
+    return [{**r, "text": bodies[r["comment_id"]]} for r in rows]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--throughput-texts", type=int, default=40)
@@ -87,7 +101,7 @@ def main() -> None:
     from tests.llm_servers import LlamaServer
 
     kinds = ("movie",)
-    rows = [json.loads(line) for line in GOLD.read_text().splitlines()]
+    rows = with_texts([json.loads(line) for line in GOLD.read_text().splitlines()])
     gold = {r["comment_id"]: r["titles"] for r in rows}
     texts = {r["comment_id"]: r["text"] for r in rows}
     print(f"gold: {len(rows)} comments, {sum(map(len, gold.values()))} titles")
