@@ -2,8 +2,8 @@
 
 Each raw answer string with count k stands for k responders who each gave that one answer, so
 n_x = Σ raw counts. Items are the authors' answer clusters (dev; the cluster's strings become
-aliases) or normalised answer strings (train). An answer left out of every cluster keeps its
-responders, with an empty item set, because they still count in n_x.
+aliases) or answer strings grouped by key (train, `read_protoqa_train`). An answer left out of
+every cluster keeps its responders, with an empty item set, because they still count in n_x.
 """
 
 from __future__ import annotations
