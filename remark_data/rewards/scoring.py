@@ -77,7 +77,9 @@ class ListScorer:
         matcher, labels, seen_keys = self._prepare(row)
         item_ids: list[str | None] = []
         seen_hits: set[str] = set()
-        for item in parse_list(text, max_ranks=self.max_ranks):
+        parsed = parse_list(text, max_ranks=self.max_ranks)
+        matcher.prefetch([item.title for item in parsed if item is not None])
+        for item in parsed:
             item_id = None
             if item is not None:
                 item_id = matcher.match(item.title, item.year)
@@ -89,6 +91,15 @@ class ListScorer:
         if seen_hits:
             labels = replace(labels, seen=labels.seen | seen_hits)
         return item_ids, labels
+
+    @property
+    def matched_by(self) -> dict[str, int]:
+        """Lines each matcher step has matched so far, over every row's matcher."""
+        counts: dict[str, int] = {}
+        for matcher in {id(m): m for m, _, _ in self._rows.values()}.values():
+            for step, n in matcher.matched_by.items():
+                counts[step] = counts.get(step, 0) + n
+        return counts
 
     def ground(self, text: str, row: Row) -> list[str | None]:
         """Item ids per rank (None for unparseable or ungrounded ranks)."""

@@ -11,7 +11,8 @@ from tests.conftest import CORPUS, run_folder
 
 def test_protoqa_rows_carry_the_chain_and_it_grounds_more_human_answers(built_project) -> None:
     labels = run_folder(built_project, "protoqa").read("aggregate", "labels")
-    assert set(map(tuple, labels["match_steps"].to_list())) == {("normalized", "lemma", "fuzzy")}
+    chain = ("normalized", "lemma", "wordnet", "fuzzy", "semantic")
+    assert set(map(tuple, labels["match_steps"].to_list())) == {chain}
     reddit = run_folder(built_project, "reddit_v2").read("aggregate", "labels")
     assert set(map(tuple, reddit["match_steps"].to_list())) == {("normalized",)}
     rows = {r["request_id"]: r for r in labels.filter(pl.col("split") == "dev").to_dicts()}
@@ -29,8 +30,10 @@ def test_protoqa_rows_carry_the_chain_and_it_grounds_more_human_answers(built_pr
             for qid, answer in answers
         )
 
-    exact, chain = grounded(["normalized"]), grounded(["normalized", "lemma", "fuzzy"])
-    assert chain > exact * 1.05
+    exact = grounded(["normalized"])
+    strings = grounded(["normalized", "lemma", "wordnet", "fuzzy"])
+    assert strings > exact * 1.05
+    assert grounded(list(chain)) > strings * 1.1
     # A one-word cluster string never pays a longer line that contains it.
     row = next(iter(rows.values()))
     one_word = next(a for i in row["items"] for a in [i["title"], *i["aliases"]] if " " not in a)

@@ -22,47 +22,23 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
-from typing import Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
-#: The matcher's steps, tried in this order until one finds an item: the normalised key, a
-#: lemma key without pronouns and articles ("his birthday" = "birthday", "fights" = "fight"),
-#: and an edit-distance match on lemma keys guarded against subsets ("car" is not "car shop").
-MatchStep = Literal["normalized", "lemma", "fuzzy"]
+#: The matcher's steps, tried in this order until one decides: the normalised key; a lemma key
+#: without pronouns and articles ("his birthday" = "birthday", "fights" = "fight"); WordNet
+#: synonyms by ProtoQA's official rule on lemma keys ("automobile" = "car"; `wordnet.py`); an
+#: edit-distance match on lemma keys guarded against subsets ("car" is not "car shop"); and
+#: sentence embeddings for paraphrases (`semantic.py`, optional: it needs torch).
+MatchStep = Literal["normalized", "lemma", "wordnet", "fuzzy", "semantic"]
 MATCH_STEPS: tuple[MatchStep, ...] = get_args(MatchStep)
-_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "his",
-        "her",
-        "their",
-        "your",
-        "my",
-        "our",
-        "its",
-        "i",
-        "you",
-        "he",
-        "she",
-        "we",
-        "they",
-        "it",
-        "them",
-        "him",
-        "me",
-        "us",
-        "to",
-        "of",
-        "for",
-        "some",
-        "any",
-        "one",
-        "ones",
-    ]
-)
+# fmt: off
+_STOPWORDS = frozenset([
+    "a", "an", "the", "his", "her", "their", "your", "my", "our", "its", "i", "you", "he", "she",
+    "we", "they", "it", "them", "him", "me", "us", "to", "of", "for", "some", "any", "one", "ones",
+])
+# fmt: on
 
 _ARTICLES = ("the", "a", "an")
 _TRAILING_ARTICLE = re.compile(r",\s*(the|a|an)$")
@@ -99,7 +75,8 @@ def lemma_key(text: str) -> str:
     import simplemma  # loads its English data on first use, so only when the step is on
 
     words = [w for w in normalize_title(text).split() if w not in _STOPWORDS]
-    return " ".join(simplemma.lemmatize(w, lang="en") for w in words)
+    # simplemma capitalises proper nouns ("virginia" -> "Virginia"); keys stay lower case.
+    return " ".join(simplemma.lemmatize(w, lang="en").casefold() for w in words)
 
 
 def split_title_year(text: str) -> tuple[str, int | None]:
@@ -115,12 +92,14 @@ class TitleMatcher:
 
     A title whose key matches several items is resolved to the one with the nearest year within
     `year_tolerance`; with no year given it matches only when the key is unique. `steps` beyond
-    `normalized` (`MatchStep`) are tried only for a title no earlier step has a key for (an
-    ambiguous key stays ambiguous); `matched_by` counts the titles each step matched. Results are
-    cached in-process because generated lists repeat the same titles across a training run.
+    `normalized` (`MatchStep`) are tried in order only for a title no earlier step decided (a
+    step that finds several items decides: the title stays ambiguous); `matched_by` counts the
+    titles each step matched. Results are cached in-process because generated lists repeat the
+    same titles across a training run.
 
     >>> answers = TitleMatcher([("c1", "birthday", None), ("c2", "car", None)],
-    ...                        aliases=[("c2", "automobile")], steps=MATCH_STEPS)
+    ...                        aliases=[("c2", "automobile")],
+    ...                        steps=("normalized", "lemma", "fuzzy"))
     >>> [answers.match(t) for t in ("Birthday", "his birthdays", "automobil", "car shop")]
     ['c1', 'c1', 'c2', None]
     >>> answers.matched_by
@@ -134,11 +113,17 @@ class TitleMatcher:
         year_tolerance: int = 2,
         aliases: Iterable[tuple[str, str]] = (),
         steps: Sequence[MatchStep] = ("normalized",),
-        fuzzy_cutoff: float = 85.0,
+        fuzzy_min_word: int = 6,
+        wordnet_min_score: float = 1.0,
+        semantic_min_similarity: float = 0.75,
+        semantic_min_margin: float = 0.1,
     ) -> None:
         self.year_tolerance = year_tolerance
         self.steps = tuple(steps)
-        self.fuzzy_cutoff = fuzzy_cutoff
+        self.fuzzy_min_word = fuzzy_min_word
+        self.wordnet_min_score = wordnet_min_score
+        self.semantic_min_similarity = semantic_min_similarity
+        self.semantic_min_margin = semantic_min_margin
         self.matched_by: dict[str, int] = dict.fromkeys(self.steps, 0)
         self._by_key: dict[str, list[tuple[int | None, str]]] = {}
         names = [(item_id, title, year) for item_id, title, year in items]
@@ -146,10 +131,15 @@ class TitleMatcher:
         for item_id, name, year in names:
             self._by_key.setdefault(normalize_title(name), []).append((year, item_id))
         self._by_lemma: dict[str, set[str]] = {}
-        if set(self.steps) - {"normalized"}:
+        if len(self.steps) > 1:
             for item_id, name, _ in names:
                 if key := lemma_key(name):
                     self._by_lemma.setdefault(key, set()).add(item_id)
+        self._names = [(item_id, name) for item_id, name, _ in names]
+        # Per-step views of the names, built on a step's first use.
+        self._name_senses: dict[str, tuple[tuple[str, ...], frozenset[object]]] | None = None
+        self._by_length: dict[int, list[tuple[str, str]]] | None = None
+        self._name_vectors: Any = None
         self._cache: dict[tuple[str, int | None], str | None] = {}
 
     def match(self, title: str, year: int | None = None) -> str | None:
@@ -161,32 +151,114 @@ class TitleMatcher:
         candidates = self._by_key.get(normalize_title(title), ())
         if candidates:
             result, step = self._resolve(candidates, year), "normalized"
-        elif "lemma" in self.steps or "fuzzy" in self.steps:
-            key = lemma_key(title)
-            if "lemma" in self.steps and key in self._by_lemma:
-                ids = self._by_lemma[key]
-                result, step = (next(iter(ids)) if len(ids) == 1 else None), "lemma"
-            elif "fuzzy" in self.steps and key:
-                result, step = self._closest(key), "fuzzy"
+        elif len(self.steps) > 1 and (key := lemma_key(title)):
+            for step in self.steps[1:]:
+                decided = self._STEPS[step](self, title, key)
+                if decided:
+                    result = next(iter(decided)) if len(decided) == 1 else None
+                    break
         if result is not None and step is not None:
             self.matched_by[step] += 1
         self._cache[cache_key] = result
         return result
 
-    def _closest(self, key: str) -> str | None:
-        """The one item whose lemma key is within the fuzzy cutoff, unless either key's words
-        are a subset of the other's (a one-word answer inside a longer line is not a match)."""
-        from rapidfuzz import fuzz
+    def prefetch(self, titles: Sequence[str]) -> None:
+        """Embeds, in one batch, the titles the semantic step may see (a no-op without it)."""
+        if "semantic" in self.steps:
+            from remark_data.stages.ground.semantic import Embedder
 
-        words = set(key.split())
-        found = {
-            item
-            for name, items in self._by_lemma.items()
-            if fuzz.ratio(key, name) >= self.fuzzy_cutoff
-            and not (words < set(name.split()) or set(name.split()) < words)
-            for item in items
+            Embedder.load().embed([t for t in titles if normalize_title(t) not in self._by_key])
+
+    def _lemma(self, title: str, key: str) -> set[str] | None:
+        return self._by_lemma.get(key)
+
+    def _wordnet(self, title: str, key: str) -> set[str] | None:
+        """The items whose lemma keys score best by ProtoQA's WordNet rule, if good enough."""
+        from remark_data.stages.ground.wordnet import WordNet
+
+        wordnet = WordNet.load()
+        if self._name_senses is None:
+            self._name_senses = {
+                name: (words, wordnet.senses(words))
+                for name in self._by_lemma
+                for words in [tuple(name.split())]
+            }
+        words = tuple(key.split())
+        senses = wordnet.senses(words)
+        scores = {
+            name: wordnet.score(words, name_words, at_least=self.wordnet_min_score)
+            for name, (name_words, name_senses) in self._name_senses.items()
+            if not senses.isdisjoint(name_senses)
         }
-        return next(iter(found)) if len(found) == 1 else None
+        best = max(scores.values(), default=0.0)
+        if best < self.wordnet_min_score:
+            return None
+        return {
+            item for name, score in scores.items() if score == best for item in self._by_lemma[name]
+        }
+
+    def _fuzzy(self, title: str, key: str) -> set[str] | None:
+        """The items whose lemma key differs from the title's only as a typo does: by spaces
+        ("fire truck", "firetruck"), or by one edit (Damerau-Levenshtein) in one word of at
+        least `fuzzy_min_word` letters that keeps its first letter ("west virgina"). Other
+        differences make other answers ("bear", "beard"; "baseball", "basketball"; "8 am",
+        "9 am"; "height", "weight")."""
+
+        if self._by_length is None:
+            self._by_length = {}
+            for name in self._by_lemma:
+                joined_name = name.replace(" ", "")
+                self._by_length.setdefault(len(joined_name), []).append((name, joined_name))
+        words = key.split()
+        joined = "".join(words)
+        found: set[str] = set()
+        for length in (len(joined) - 1, len(joined), len(joined) + 1):  # one edit at most
+            for name, joined_name in self._by_length.get(length, ()):
+                name_words = name.split()
+                if joined_name == joined:
+                    found |= self._by_lemma[name]
+                elif len(name_words) == len(words):
+                    differing = [(a, b) for a, b in zip(words, name_words, strict=True) if a != b]
+                    if len(differing) == 1 and self._is_typo(*differing[0]):
+                        found |= self._by_lemma[name]
+        return found or None
+
+    def _is_typo(self, a: str, b: str) -> bool:
+        from rapidfuzz.distance import DamerauLevenshtein
+
+        return (
+            min(len(a), len(b)) >= self.fuzzy_min_word
+            and a[0] == b[0]
+            and DamerauLevenshtein.distance(a, b) == 1
+        )
+
+    def _semantic(self, title: str, key: str) -> set[str] | None:
+        """The item of the most similar name by sentence embedding, when similar enough and
+        clearly ahead of every other item's most similar name."""
+        from remark_data.stages.ground.semantic import Embedder
+
+        if not self._names:
+            return None
+        embedder = Embedder.load()
+        if self._name_vectors is None:
+            self._name_vectors = embedder.embed([name for _, name in self._names])
+        similarity = self._name_vectors @ embedder.embed([title])[0]
+        best_by_item: dict[str, float] = {}
+        for (item_id, _), value in zip(self._names, similarity.tolist(), strict=True):
+            best_by_item[item_id] = max(value, best_by_item.get(item_id, -1.0))
+        ranked = sorted(best_by_item.items(), key=lambda pair: -pair[1])
+        best_id, best = ranked[0]
+        runner_up = ranked[1][1] if len(ranked) > 1 else -1.0
+        if best < self.semantic_min_similarity or best - runner_up < self.semantic_min_margin:
+            return None
+        return {best_id}
+
+    _STEPS: ClassVar[dict[str, Callable[[TitleMatcher, str, str], set[str] | None]]] = {
+        "lemma": _lemma,
+        "wordnet": _wordnet,
+        "fuzzy": _fuzzy,
+        "semantic": _semantic,
+    }
 
     def _resolve(
         self, candidates: Iterable[tuple[int | None, str]], year: int | None

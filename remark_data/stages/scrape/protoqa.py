@@ -9,7 +9,7 @@ every cluster keeps its responders, with an empty item set, because they still c
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -18,7 +18,7 @@ from pydantic import Field
 
 from remark_data.errors import RemarkError
 from remark_data.frames import with_normalized_key
-from remark_data.stages.ground.matching import lemma_key
+from remark_data.stages.ground.matching import MatchStep, TitleMatcher, normalize_title
 from remark_data.stages.scrape import (
     ScrapedSource,
     SourceFormat,
@@ -28,9 +28,6 @@ from remark_data.stages.scrape import (
     responses_table,
 )
 from remark_data.stages.scrape.spec import SourceSpec
-
-#: How train answer strings are grouped into items (`read_protoqa_train`).
-AnswerKey = Literal["normalized", "lemma"]
 
 ANSWER_SCHEMA = {
     "request_id": pl.String,
@@ -141,21 +138,53 @@ def read_protoqa_dev(path: Path, *, dataset: str, source: str, split: str) -> Sc
     )
 
 
-def _train_clusters(answers: pl.DataFrame, *, group_by: AnswerKey) -> tuple[pl.DataFrame, int]:
-    """(request_id, item_id, answer) rows grouping each question's answer strings by key, and
-    how many items the lemma key folded beyond the normalised key."""
+def _train_clusters(
+    answers: pl.DataFrame, *, group_by: Sequence[MatchStep]
+) -> tuple[pl.DataFrame, dict[str, int]]:
+    """(request_id, item_id, answer) rows grouping each question's answer strings into items,
+    and how many strings each matcher step folded into an item beyond the normalised key."""
     keyed = with_normalized_key(answers, "answer").filter(pl.col("key") != "")
     by_key = keyed.select("request_id", "key").n_unique()
-    if group_by == "lemma":
-        keyed = keyed.with_columns(
-            pl.col("answer").map_elements(lemma_key, return_dtype=pl.String).alias("lemma")
-        ).with_columns(  # an answer made only of pronouns keeps its normalised key
-            pl.when(pl.col("lemma") != "").then("lemma").otherwise("key").alias("key")
-        )
+    folded: dict[str, int] = {}
+    if tuple(group_by) != ("normalized",):
+        keyed = keyed.sort(["request_id", "count", "answer_index"], descending=[False, True, False])
+        groups, folded = _group_answers(keyed.select("request_id", "answer").rows(), group_by)
+        keyed = keyed.with_columns(pl.Series("key", groups, dtype=pl.String))
     clusters = keyed.select(
         "request_id", pl.format("{}:{}", "request_id", "key").alias("item_id"), "answer"
     )
-    return clusters, by_key - keyed.select("request_id", "key").n_unique()
+    merged = by_key - keyed.select("request_id", "key").n_unique()
+    return clusters, {"strings_merged": merged} | {
+        f"strings_merged.{k}": v for k, v in folded.items()
+    }
+
+
+def _group_answers(
+    answers: list[tuple[str, str]], steps: Sequence[MatchStep]
+) -> tuple[list[str], dict[str, int]]:
+    """The group key of each (request_id, answer), most frequent answers first: an answer the
+    matcher chain grounds to one of its question's groups joins it, any other founds a group."""
+    if "semantic" in steps:
+        from remark_data.stages.ground.semantic import Embedder
+
+        Embedder.load().embed([answer for _, answer in answers])  # one batched pass
+    folded: dict[str, int] = dict.fromkeys(steps[1:], 0)
+    keys: list[str] = []
+    names: list[tuple[str, str, int | None]] = []
+    current = None
+    for request_id, answer in answers:
+        if request_id != current:
+            current, names = request_id, []
+        matcher = TitleMatcher(names, steps=steps)
+        group = matcher.match(answer)
+        if group is None:
+            group = normalize_title(answer)
+        for step, count in matcher.matched_by.items():
+            if count and step in folded:
+                folded[step] += count
+        names.append((group, answer, None))
+        keys.append(group)
+    return keys, folded
 
 
 def read_protoqa_train(
@@ -165,14 +194,16 @@ def read_protoqa_train(
     dataset: str,
     source: str,
     split: str,
-    group_by: AnswerKey = "normalized",
+    group_by: Sequence[MatchStep] = ("normalized",),
 ) -> ScrapedSource:
     """The simplified train set: ``{qid: question}`` and ``{qid: {answer: count}}``.
 
     Train has no clusters: a question's answer strings are grouped into items by their
-    normalised key or, with ``group_by = "lemma"``, by the rewards' lemma key ("his birthday",
-    "birthdays" and "birthday" are one item), so p̂ and union sizes mean on train what the dev
-    clusters make them mean. `strings_merged` counts the items the lemma key folded.
+    normalised key or, with more `group_by` steps, by the rewards' matcher chain ("his
+    birthday", "birthdays" and "birthday" are one item; so are "car" and "automobile" with
+    WordNet), so p̂ and union sizes mean on train what the dev clusters make them mean.
+    `strings_merged` counts the strings folded beyond the normalised key, and
+    `strings_merged.<step>` those each step folded.
     """
     try:
         question_map: dict[str, str] = json.loads(questions_path.read_text())
@@ -207,8 +238,8 @@ def read_protoqa_train(
         catalog=_cluster_catalog(clusters, answer_frame, dataset),
         counters={
             "questions_without_answers": len(question_map) - len(answer_map),
-            "strings_merged": merged,
-        },
+        }
+        | merged,
     )
 
 
@@ -224,9 +255,11 @@ class ProtoQATrain(SourceSpec):
 
     format: Literal["protoqa_train_simplified"]
     roles: ClassVar[tuple[str, ...]] = ("questions", "answers")
-    group_by: AnswerKey = Field(
-        default="normalized",
-        description="How answer strings become items: normalised key, or the rewards' lemma key.",
+    group_by: list[MatchStep] = Field(
+        default=["normalized"],
+        min_length=1,
+        description="How answer strings become items: the matcher steps (as in [rewards] "
+        "match_steps) that fold an answer into a more frequent one of its question.",
     )
 
 

@@ -1,7 +1,6 @@
 """ProtoQA labels recomputed straight from the JSON files, independently of the pipeline."""
 
 import json
-from collections import Counter
 
 import polars as pl
 import pytest
@@ -63,21 +62,44 @@ def test_crowdsourced_uses_raw_counts_where_the_cluster_count_disagrees(labels) 
     assert item["count"] == sum(record["answers"]["raw"][a] for a in cluster["answers"]) == 4
 
 
-def test_train_items_group_answer_strings_by_the_rewards_lemma_key(labels) -> None:
-    """pipelines/protoqa.toml groups train answers by `lemma_key` ("babies" and "baby")."""
+def test_train_items_partition_each_questions_answer_strings(labels) -> None:
+    """pipelines/protoqa.toml groups train answers with the rewards' matcher chain: every answer
+    string lands in exactly one item of its question, and an item's count is its strings'."""
     answers = json.loads(
         (CORPUS / "protoqa/train_simplified/simplified_train_answer.json").read_text()
     )
     assert sum(1 for qid in labels if qid.startswith("train_")) == len(answers) == 8782
     for qid in list(answers)[::97]:
-        counts: Counter[str] = Counter()
-        for answer, k in answers[qid].items():
-            if k and normalize_title(answer):
-                counts[f"{qid}:{lemma_key(answer) or normalize_title(answer)}"] += k
         label = labels[qid]
         assert label["split"] == "train"
         assert label["n_responders"] == sum(answers[qid].values())
-        assert {i["item_id"]: i["count"] for i in label["items"]} == dict(counts)
+        strings = [a for i in label["items"] for a in {i["title"], *i["aliases"]}]
+        assert len(strings) == len(set(strings))
+        kept = {a for a, k in answers[qid].items() if k and normalize_title(a)}
+        assert set(strings) == kept
+        for item in label["items"]:
+            assert item["count"] == sum(answers[qid][a] for a in {item["title"], *item["aliases"]})
+
+
+def test_train_grouping_folds_synonyms_and_typos_but_not_neighbours(labels) -> None:
+    groups = [
+        {i["title"], *i["aliases"]}
+        for qid, row in labels.items()
+        if qid.startswith("train_")
+        for i in row["items"]
+    ]
+    together = [{"babies", "baby"}, {"cars", "automobiles"}, {"fire truck", "firetruck"}]
+    for pair in together:
+        assert any(pair <= g for g in groups), pair
+    apart = [
+        {"baseball", "basketball"},
+        {"mother", "father"},
+        {"bear", "beard"},
+        {"8:00 am", "9:00 am"},
+    ]
+    for pair in apart:
+        assert not any(pair <= g for g in groups), pair
+        assert sum(bool(pair & g) for g in groups) >= 2  # the corpus has both, in one question
 
 
 def test_request_ids_are_protoqa_ids(labels) -> None:
@@ -85,22 +107,32 @@ def test_request_ids_are_protoqa_ids(labels) -> None:
     assert labels["r1q1"]["prompt"].startswith("Name something that is hard to guess")
 
 
-def test_lemma_grouping_merges_only_inflections_and_pronouns(tmp_path) -> None:
+def test_grouping_counts_the_strings_each_step_folded(tmp_path) -> None:
     from remark_data.stages.scrape.protoqa import read_protoqa_train
 
     questions = CORPUS / "protoqa/train_simplified/simplified_train_question.json"
     answers = CORPUS / "protoqa/train_simplified/simplified_train_answer.json"
-    by = {
-        group: read_protoqa_train(
-            questions, answers, dataset="d", source="t", split="train", group_by=group
-        )
-        for group in ("normalized", "lemma")
+    chains = {
+        "normalized": ["normalized"],
+        "lemma": ["normalized", "lemma"],
+        "chain": ["normalized", "lemma", "wordnet", "fuzzy"],
     }
-    merged = by["lemma"].counters["strings_merged"]
-    assert merged == by["normalized"].catalog.height - by["lemma"].catalog.height > 0
+    by = {
+        name: read_protoqa_train(
+            questions, answers, dataset="d", source="t", split="train", group_by=steps
+        )
+        for name, steps in chains.items()
+    }
     assert by["normalized"].counters["strings_merged"] == 0
+    for name in ("lemma", "chain"):
+        counters = by[name].counters
+        folded = by["normalized"].catalog.height - by[name].catalog.height
+        assert counters["strings_merged"] == folded > 0
+        steps = [k for k in counters if k.startswith("strings_merged.")]
+        assert sum(counters[k] for k in steps) == folded
+    assert by["chain"].counters["strings_merged.wordnet"] > 0
+    # The lemma key alone folds inflections and pronouns only.
     grouped = by["lemma"].catalog.filter(pl.col("aliases").list.len() > 1)
     names = [set(a) for a in grouped["aliases"].to_list()]
     assert {"babies", "baby"} in names and {"feet", "foot"} in names
-    # Every folded group shares one lemma key; no two different keys were merged.
     assert all(len({lemma_key(a) for a in group}) == 1 for group in names)

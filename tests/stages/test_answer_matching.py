@@ -1,0 +1,107 @@
+"""The matcher chain's later steps on real data: WordNet 3.0 and all-MiniLM-L6-v2 as installed by
+`make models`, and real ProtoQA dev clusters."""
+
+import json
+import subprocess
+
+import pytest
+
+from remark_data.errors import RemarkError
+from remark_data.stages.ground.matching import MATCH_STEPS, TitleMatcher
+from remark_data.stages.ground.wordnet import WordNet, partitions
+from tests.conftest import CORPUS, REPO
+
+CHAIN = ("normalized", "lemma", "wordnet", "fuzzy")
+
+
+def _question(qid: str) -> list[tuple[str, str, int | None]]:
+    """A crowdsourced dev question's clusters as (cluster id, answer string, None) names."""
+    for line in (CORPUS / "protoqa/dev.crowdsourced.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["metadata"]["id"] == qid:
+            clusters = record["answers"]["clusters"]
+            return [(cid, a, None) for cid, c in clusters.items() for a in c["answers"]]
+    raise AssertionError(qid)
+
+
+def test_wordnet_pairs_synonyms_by_their_most_frequent_sense() -> None:
+    wordnet = WordNet.load()
+    assert wordnet.score("automobile", "car") == 1.0
+    assert wordnet.score("mice", "mouse") == 1.0  # an exception form
+    assert wordnet.score("sofas", "couch") == 1.0  # a detachment rule
+    assert wordnet.score("car", "car shop") == 0.5  # one of two parts
+    # "to mother" and "to father" share a rarer verb sense only.
+    assert wordnet.score("mother", "father") == 0.0
+    assert wordnet.score("bread", "cabbage") == 0.0  # both slang for money, not first senses
+
+
+def test_partitions_are_every_contiguous_split() -> None:
+    found = partitions(("a", "b", "c", "d"))
+    assert len(found) == 2**3 == len(set(found))
+    assert all(" ".join(parts) == "a b c d" for parts in found)
+
+
+def test_each_step_matches_only_what_the_ones_before_left() -> None:
+    names = [("car", "car", None), ("hose", "hose", None), ("stylist", "hair stylist", None)]
+    matcher = TitleMatcher(names, steps=CHAIN)
+    lines = ["Car", "the cars", "automobile", "car shop", "hairstylist", "hoses", "hoe"]
+    assert [matcher.match(line) for line in lines] == [
+        "car", "car", "car", None, "stylist", "hose", None
+    ]  # fmt: skip
+    assert matcher.matched_by == {"normalized": 1, "lemma": 2, "wordnet": 1, "fuzzy": 1}
+
+
+@pytest.mark.parametrize(
+    ("line", "answer", "typo"),
+    [
+        ("west virgina", "west virginia", True),
+        ("travelling", "traveling", True),
+        ("fire truck", "firetruck", True),
+        ("bear", "beard", False),  # short words: another word, not a typo
+        ("basketball", "baseball", False),  # two edits
+        ("height", "weight", False),  # the first letter changed
+        ("8:00 am", "9:00 am", False),
+    ],
+)
+def test_fuzzy_step_takes_typos_not_neighbouring_answers(line, answer, typo) -> None:
+    matcher = TitleMatcher([("a", answer, None)], steps=("normalized", "fuzzy"))
+    assert (matcher.match(line) == "a") is typo
+
+
+def test_wordnet_step_on_a_real_question() -> None:
+    """r1q19 (who would you donate to): "kids with cancer" and "children with cancer" are in
+    different clusters, so the chain keeps each string's own cluster (normalised key first)."""
+    names = _question("r1q19")
+    matcher = TitleMatcher(names, steps=CHAIN)
+    for cluster_id, answer, _ in names:
+        assert matcher.match(answer) == cluster_id
+
+
+def test_semantic_step_reaches_paraphrases_and_leaves_novel_answers() -> None:
+    names = [("age", "age", None), ("age", "how old", None), ("job", "occupation", None)]
+    matcher = TitleMatcher(names, steps=MATCH_STEPS)
+    matcher.prefetch(["how old they are", "years old", "favourite colour"])
+    assert matcher.match("how old they are") == "age"
+    assert matcher.match("years old") == "age"
+    assert matcher.match("favourite colour") is None
+    assert matcher.matched_by["semantic"] == 2
+
+
+def test_missing_model_data_is_one_clear_error(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("REMARK_MODELS_DIR", str(tmp_path))
+    with pytest.raises(RemarkError, match="make models"):
+        WordNet(tmp_path / "wordnet")
+
+
+def test_install_script_is_idempotent_and_verifies(tmp_path) -> None:
+    """A second run keeps the verified install (no download); a tampered marker is not trusted
+    for content: the script checks the archives' sha256 before it writes the marker."""
+    target = REPO / "data" / "cache" / "models"
+    result = subprocess.run(
+        ["scripts/install_models.sh", ".venv", str(target)],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "wordnet ok" in result.stdout and "minilm ok" in result.stdout
+    assert (target / "wordnet" / ".verified").read_text().strip() == (
+        "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752"
+    )
