@@ -73,21 +73,31 @@ class LLMSpec(_Spec):
     max_tokens: int = Field(
         default=512, ge=16, le=32768, description="Reply token budget per comment."
     )
+    few_shot: bool = Field(
+        default=False, description="Hybrid only: two worked examples precede each comment."
+    )
     backoff_base: float = Field(
         default=0.5, ge=0, le=60, description="Seconds before the first retry; doubles each time."
     )
 
 
 class ExtractSpec(_Spec):
-    method: Literal["gazetteer", "llm"] = "gazetteer"
+    method: Literal["gazetteer", "llm", "hybrid"] = Field(
+        default="gazetteer",
+        description="`gazetteer`: catalog titles found by lookup; `llm`: titles the model reads; "
+        "`hybrid`: the model keeps or drops the gazetteer's candidates, gives their stance and "
+        "adds the titles the gazetteer missed.",
+    )
     kinds: list[str] = Field(min_length=1, description="Catalog kinds to look for.")
     seen: bool = Field(default=True, description="Titles in the request become seen items.")
     llm: LLMSpec | None = None
 
     @model_validator(mode="after")
     def _llm_settings(self) -> ExtractSpec:
-        if self.method == "llm" and self.llm is None:
-            raise ValueError("method 'llm' needs an [extract.llm] table (base_url, model)")
+        if self.method != "gazetteer" and self.llm is None:
+            raise ValueError(
+                f"method {self.method!r} needs an [extract.llm] table (base_url, model)"
+            )
         return self
 
 

@@ -118,7 +118,8 @@ class Mention(_Row):
     )
     span_end: int | None = Field(description="Where `surface` ends (exclusive).")
     extractor: str = Field(
-        description="What produced it: `source` (pre-extracted), `gazetteer`, `llm`."
+        description="What produced it: `source` (pre-extracted), `gazetteer`, `llm`, `hybrid` "
+        "(a gazetteer candidate the model kept, or a title it added)."
     )
 
 

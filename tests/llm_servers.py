@@ -153,9 +153,9 @@ def llm_required() -> bool:
 class LlamaServer:
     """The real llama-server on a free port of 127.0.0.1."""
 
-    def __init__(self, *, threads: int = 2, parallel: int = 4) -> None:
+    def __init__(self, *, threads: int = 2, parallel: int = 4, model: Path = MODEL) -> None:
         binary = llama_server_binary()
-        if binary is None or not MODEL.is_file():
+        if binary is None or not model.is_file():
             raise FileNotFoundError("no llama-server or model: run scripts/install_llm.sh first")
         self.binary = binary
         self.port = free_port()
@@ -163,7 +163,7 @@ class LlamaServer:
         self.args = [
             binary,
             "-m",
-            str(MODEL),
+            str(model),
             "--host",
             "127.0.0.1",
             "--port",

@@ -37,9 +37,8 @@ def evaluate_run(
         answers = [a for a in read_answer_gold(gold) if a.dataset == pipeline]
         if not answers:
             raise RemarkError(f"{gold}: no gold answers for dataset {pipeline!r}")
-        row = evaluate_answers(
-            labels, list(to_trl_dataset(labels)), answers, draws=draws, seed=seed
-        )
+        asked = labels.filter(pl.col("request_id").is_in([a.question_id for a in answers]))
+        row = evaluate_answers(asked, list(to_trl_dataset(asked)), answers, draws=draws, seed=seed)
         return pl.DataFrame([row]).with_columns(pl.lit(pipeline).alias("dataset"))
     if kind == "mention":
         labelled = [m for m in read_grounding_gold(gold) if m.dataset == pipeline]

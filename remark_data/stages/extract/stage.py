@@ -3,7 +3,9 @@ request: the titles the requester has already seen), by a gazetteer or an LLM.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -13,7 +15,14 @@ from remark_data.runner.context import StageContext
 from remark_data.runner.stage import Stage, StageOutput
 from remark_data.schemas import conform
 from remark_data.stages.extract.gazetteer import Gazetteer, gazetteer_mentions
-from remark_data.stages.extract.llm import extract_with_llm, llm_mentions
+from remark_data.stages.extract.llm import (
+    ExtractionSummary,
+    cache_key,
+    extract_with_llm,
+    llm_mentions,
+)
+from remark_data.stages.extract.llm.hybrid import HybridTask, hybrid_mentions, plan_requests
+from remark_data.stages.extract.llm.task import LLMTask
 from remark_data.stages.extract.misspelled import misspelled_mentions
 
 
@@ -116,15 +125,67 @@ def _with_llm(context: StageContext) -> StageOutput:
     spec = context.spec.extract
     assert spec is not None and spec.llm is not None
     texts = _texts(context, seen=spec.seen).filter(pl.col("text").str.strip_chars() != "")
+    summary = _ask(context, dict(enumerate(texts["text"])))
+    mentions = llm_mentions(texts, summary=summary, spec=spec.llm, kinds=spec.kinds)
+    return StageOutput(
+        tables={"mentions": conform(mentions, "mentions")}, counters=_llm_counters(summary)
+    )
+
+
+def _with_hybrid(context: StageContext) -> StageOutput:
+    """The gazetteer's candidates checked by the model, plus the titles it adds."""
+    spec = context.spec.extract
+    assert spec is not None and spec.llm is not None
+    found = _with_gazetteer(context)
+    candidates = found.tables["mentions"]
+    comments = _texts(context, seen=False).filter(pl.col("text").str.strip_chars() != "")
+    in_responses = candidates.filter(pl.col("role") == "response")
+    prompts = dict(context.read("requests").select("request_id", "prompt").iter_rows())
+    task = HybridTask(kinds=spec.kinds, few_shot=spec.llm.few_shot)
+    messages, skipped = plan_requests(comments, in_responses, prompts, task)
+    summary = _ask(context, messages, task=task)
+    answers = {}
+    for comment, message in messages.items():
+        result = summary.results.get(cache_key(message, spec=spec.llm, kinds=spec.kinds, task=task))
+        answers[comment] = result if result and result["state"] == "ok" else None
+    responses, checked = hybrid_mentions(comments, in_responses, answers, kinds=spec.kinds)
+    mentions = pl.concat(
+        [conform(candidates.filter(pl.col("role") != "response"), "mentions"),
+         conform(responses, "mentions")]
+    )  # fmt: skip
+    counters = (
+        found.counters
+        | _llm_counters(summary)
+        | {
+            "comments_asked": len(messages),
+            "comments_skipped": skipped,
+            "candidates": in_responses.height,
+            **{f"candidates_{k}": v for k, v in checked.items() if k != "added"},
+            "titles_added": checked["added"],
+            "mentions": mentions.height,
+        }
+    )
+    return StageOutput(tables={"mentions": mentions}, counters=counters)
+
+
+def _ask(
+    context: StageContext, texts: Mapping[Any, str], *, task: LLMTask | None = None
+) -> ExtractionSummary:
+    spec = context.spec.extract
+    assert spec is not None and spec.llm is not None
     summary = extract_with_llm(
-        dict(enumerate(texts["text"])),
+        texts,
         spec=spec.llm,
         kinds=spec.kinds,
         cache_path=context.project.data_dir / "cache" / "llm" / "extractions.sqlite",
+        task=task,
     )
     context.progress(summary.line())
-    mentions = llm_mentions(texts, summary=summary, spec=spec.llm, kinds=spec.kinds)
-    counters: dict[str, int | float] = {
+    return summary
+
+
+def _llm_counters(summary: ExtractionSummary) -> dict[str, int | float]:
+    return {
         "texts": summary.texts,
         "unique_texts": summary.unique_texts,
         "cache_hits": summary.cache_hits,
@@ -139,21 +200,27 @@ def _with_llm(context: StageContext) -> StageOutput:
         # A stage that left work undone runs again even if unchanged.
         "incomplete": summary.transient,
     }
-    return StageOutput(tables={"mentions": conform(mentions, "mentions")}, counters=counters)
 
 
 def extract(context: StageContext) -> StageOutput:
     assert context.spec.extract is not None
-    if context.spec.extract.method == "llm":
+    method = context.spec.extract.method
+    if method == "llm":
         return _with_llm(context)
+    if method == "hybrid":
+        return _with_hybrid(context)
     return _with_gazetteer(context)
 
 
 def _modules(spec: PipelineSpec) -> tuple[str, ...]:
     method = "gazetteer" if spec.extract is None else spec.extract.method
-    extractor = "gazetteer" if method == "gazetteer" else "llm"
-    modules = ("remark_data.stages.ground.catalogs", f"remark_data.stages.extract.{extractor}")
-    return (*modules, "remark_data.stages.extract.misspelled") if method == "gazetteer" else modules
+    gazetteer = ("remark_data.stages.extract.gazetteer", "remark_data.stages.extract.misspelled")
+    modules = {
+        "gazetteer": gazetteer,
+        "llm": ("remark_data.stages.extract.llm",),
+        "hybrid": (*gazetteer, "remark_data.stages.extract.llm"),
+    }[method]
+    return ("remark_data.stages.ground.catalogs", *modules)
 
 
 def _catalog_inputs(context: StageContext) -> dict[str, Path]:

@@ -115,7 +115,7 @@ class TitleMatcher:
         steps: Sequence[MatchStep] = ("normalized",),
         fuzzy_min_word: int = 6,
         wordnet_min_score: float = 1.0,
-        semantic_min_similarity: float = 0.75,
+        semantic_min_similarity: float = 0.65,
         semantic_min_margin: float = 0.1,
     ) -> None:
         self.year_tolerance = year_tolerance

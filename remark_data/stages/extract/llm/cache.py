@@ -10,24 +10,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remark_data.stages.extract.llm.schema import BATCH_NOTE, BATCH_SCHEMA, SCHEMA, kind_label
+from remark_data.stages.extract.llm.task import LLMTask, TitleTask
 
 if TYPE_CHECKING:
     from remark_data.config import LLMSpec
 
 
-def batched(text: str, *, spec: LLMSpec) -> bool:
-    """Whether `text` is short enough to share a request with others (`batch_chars`)."""
-    return 0 < len(text) <= spec.batch_chars
-
-
-def cache_key(text: str, *, spec: LLMSpec, kinds: Sequence[str]) -> str:
-    """The key of `text`'s answer; `ExtractionSummary.results` is keyed by it too."""
-    # A batched text is asked with another prompt and schema: it is cached under those.
-    prompt, schema = (BATCH_NOTE, BATCH_SCHEMA) if batched(text, spec=spec) else ("", SCHEMA)
-    payload = json.dumps(
-        [spec.model, spec.prompt_version, prompt, kind_label(kinds), schema, text], sort_keys=True
-    )
+def cache_key(
+    text: str, *, spec: LLMSpec, kinds: Sequence[str], task: LLMTask | None = None
+) -> str:
+    """The key of `text`'s answer under `task` (title extraction of `kinds` by default);
+    `ExtractionSummary.results` is keyed by it too."""
+    task = task or TitleTask(kinds)
+    parts = task.key_parts(text, spec=spec)
+    payload = json.dumps([spec.model, spec.prompt_version, *parts, text], sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

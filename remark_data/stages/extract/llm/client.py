@@ -11,15 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from remark_data.stages.extract.llm.cache import ExtractionCache, batched
+from remark_data.stages.extract.llm.cache import ExtractionCache
 from remark_data.stages.extract.llm.failures import RETRYABLE_STATUS, endpoint_error, unreachable
 from remark_data.stages.extract.llm.progress import LiveCounters
-from remark_data.stages.extract.llm.schema import (
-    ExtractedTitle,
-    chat_request,
-    title_in_text,
-    titles_per_text,
-)
+from remark_data.stages.extract.llm.task import LLMTask
 
 if TYPE_CHECKING:
     from remark_data.config import LLMSpec
@@ -45,12 +40,13 @@ class _Request:
     HTTP 401/403/404 raise RemarkError at any time: they do not heal."""
 
     def __init__(
-        self, texts: Sequence[str], *, spec: LLMSpec, kinds: Sequence[str], live: LiveCounters
+        self, texts: Sequence[str], *, spec: LLMSpec, task: LLMTask, live: LiveCounters
     ) -> None:
         self.texts = list(texts)
         self.spec = spec
+        self.task = task
         self.live = live
-        self.messages, self.response_format = chat_request(self.texts, kinds=kinds)
+        self.messages, self.response_format = task.request(self.texts)
         self.raw: str | None = None  # the last reply
         self.error = ""  # the last fault
         self.schema_failures = 0
@@ -81,7 +77,7 @@ class _Request:
         summary.retries += int(attempt > 1)
         try:
             tokens = await self._send(client)
-            parsed = titles_per_text(self.raw or "", n_texts=len(self.texts))
+            parsed = self.task.parse(self.raw or "", n_texts=len(self.texts))
         except (ValidationError, ValueError, IndexError, AttributeError) as exc:
             self.schema_failures += 1
             self.error = f"schema: {str(exc)[:300]}"
@@ -127,24 +123,13 @@ class _Request:
         self.raw = response.choices[0].message.content or ""
         return tokens
 
-    def _answered(
-        self, parsed: list[list[ExtractedTitle]], *, tokens: dict[str, int], attempt: int
-    ) -> list[Result]:
-        """A result per text, with the titles not found in their text dropped and counted."""
-        results = []
-        for text, titles in zip(self.texts, parsed, strict=True):
-            kept = [t for t in titles if title_in_text(t.title, text)]
-            results.append(
-                {
-                    "state": "ok",
-                    "titles": [t.model_dump() for t in kept],
-                    "dropped": len(titles) - len(kept),
-                    "raw": self.raw,
-                    "attempts": attempt,
-                    **tokens,
-                }
-            )
-        return results
+    def _answered(self, parsed: list[Any], *, tokens: dict[str, int], attempt: int) -> list[Result]:
+        """A result per text, guarded by the task (titles not in their text are dropped)."""
+        return [
+            {"state": "ok", "raw": self.raw, "attempts": attempt, **tokens}
+            | self.task.result(text, answer)
+            for text, answer in zip(self.texts, parsed, strict=True)
+        ]
 
     def _failed(self, failure: Result, *, attempt: int) -> list[Result]:
         """The same (permanent) failure for every text of the request."""
@@ -162,10 +147,12 @@ class _Request:
         await asyncio.sleep(delay + random.uniform(0, delay))
 
 
-def group_requests(texts: Mapping[str, str], *, spec: LLMSpec) -> list[list[tuple[str, str]]]:
+def group_requests(
+    texts: Mapping[str, str], *, spec: LLMSpec, task: LLMTask
+) -> list[list[tuple[str, str]]]:
     """Group pending (key, text) pairs into requests: short texts several at a time."""
-    single = [[(key, text)] for key, text in texts.items() if not batched(text, spec=spec)]
-    short = [(key, text) for key, text in texts.items() if batched(text, spec=spec)]
+    single = [[(k, text)] for k, text in texts.items() if not task.batchable(text, spec=spec)]
+    short = [(k, text) for k, text in texts.items() if task.batchable(text, spec=spec)]
     size = max(1, spec.batch_size)
     return single + [short[i : i + size] for i in range(0, len(short), size)]
 
@@ -174,7 +161,7 @@ async def ask_all(
     texts: Mapping[str, str],
     *,
     spec: LLMSpec,
-    kinds: Sequence[str],
+    task: LLMTask,
     cache: ExtractionCache,
     live: LiveCounters,
 ) -> None:
@@ -193,7 +180,7 @@ async def ask_all(
     limit = asyncio.Semaphore(spec.concurrency)
 
     async def one(unit: list[tuple[str, str]], *, probe: bool = False) -> None:
-        request = _Request([text for _, text in unit], spec=spec, kinds=kinds, live=live)
+        request = _Request([text for _, text in unit], spec=spec, task=task, live=live)
         async with limit:
             results = await request.answer(client, probe=probe)
         for (key, _), result in zip(unit, results, strict=True):
@@ -205,7 +192,7 @@ async def ask_all(
             live.failed += result["state"] != "ok"
         live.report()
 
-    units = group_requests(texts, spec=spec)
+    units = group_requests(texts, spec=spec, task=task)
     ticker = asyncio.create_task(live.tick()) if live.callback is not None else None
     try:
         # The first request goes alone: a dead endpoint fails in seconds, not after every

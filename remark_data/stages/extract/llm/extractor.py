@@ -17,6 +17,7 @@ from remark_data.stages.extract.llm.progress import (
     LiveCounters,
     ProgressCallback,
 )
+from remark_data.stages.extract.llm.task import LLMTask, TitleTask
 
 if TYPE_CHECKING:
     from remark_data.config import LLMSpec
@@ -29,20 +30,23 @@ def extract_with_llm(
     kinds: Sequence[str],
     cache_path: Path,
     progress: ProgressCallback | None = None,
+    task: LLMTask | None = None,
 ) -> ExtractionSummary:
-    """Extract the titles of `kinds` from `texts` (id -> text); returns results keyed by
-    `cache_key(text, spec=spec, kinds=kinds)`, and counters.
+    """Extract the titles of `kinds` from `texts` (id -> text), or run another `task` (the
+    hybrid check); returns results keyed by `cache_key(text, spec=spec, kinds=kinds,
+    task=task)`, and counters.
 
     `progress` (optional) gets an `ExtractionProgress` after each answer, before each retry and
     every second; nothing is printed. Raises RemarkError when the endpoint is unreachable or
     refuses the key, URL or model; when every text is cached, no request is sent at all."""
+    task = task or TitleTask(kinds)
     summary = ExtractionSummary(texts=len(texts))
     cache = ExtractionCache(cache_path)
     started = time.perf_counter()
     try:
         pending: dict[str, str] = {}
         for text in texts.values():
-            key = cache_key(text, spec=spec, kinds=kinds)
+            key = cache_key(text, spec=spec, kinds=kinds, task=task)
             if key in summary.results or key in pending:
                 continue
             hit = cache.get(key)
@@ -59,7 +63,7 @@ def extract_with_llm(
                 total=summary.unique_texts,
                 done=summary.cache_hits,
             )
-            _ask(pending, spec=spec, kinds=kinds, cache=cache, live=live)
+            _ask(pending, spec=spec, task=task, cache=cache, live=live)
             live.report()
     finally:
         cache.close()
@@ -72,13 +76,13 @@ def _ask(
     pending: Mapping[str, str],
     *,
     spec: LLMSpec,
-    kinds: Sequence[str],
+    task: LLMTask,
     cache: ExtractionCache,
     live: LiveCounters,
 ) -> None:
     """Run the requests; whatever escapes them becomes one RemarkError."""
     try:
-        asyncio.run(ask_all(pending, spec=spec, kinds=kinds, cache=cache, live=live))
+        asyncio.run(ask_all(pending, spec=spec, task=task, cache=cache, live=live))
     except RemarkError:
         raise
     except ExceptionGroup as group:  # from the task group

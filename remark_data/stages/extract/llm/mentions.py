@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 def _kind(title: dict[str, Any], *, kinds: Sequence[str]) -> str | None:
-    """One kind asked: that kind. Several: the kind the model gave, if it is one of them."""
+    """One kind asked: that kind. Several: the kind the model gave, if it is one of them
+    (else None, and the title is left out)."""
     if len(kinds) == 1:
         return kinds[0]
     return title.get("kind") if title.get("kind") in kinds else None
@@ -43,6 +44,9 @@ def llm_mentions(
         prefix = mention_prefix(request_id, response_id, comment_id)
         folded = text.casefold()
         for position, title in enumerate(result.get("titles") or []):
+            kind = _kind(title, kinds=kinds)
+            if kind is None:
+                continue  # a kind the spec did not ask for: never grounded as one it did
             stance = title["stance"] if role == "response" else "referenced"
             start = folded.find(title["title"].casefold())
             rows.append(
@@ -53,7 +57,7 @@ def llm_mentions(
                     index,
                     f"{prefix}#l{position}",
                     role,
-                    _kind(title, kinds=kinds),
+                    kind,
                     title["title"],
                     title.get("year"),
                     title.get("creator"),
