@@ -4,6 +4,12 @@ Each decompressed block (`remark_data.stages.scrape.compressed`) is parsed by po
 with a fixed schema (only the fields used are kept), so memory stays bounded by the block. A
 block polars refuses (or one with a non-string ``author``, which polars would quietly turn into a
 string) is re-read line by line and only its bad lines are quarantined.
+
+When subreddits are named, a byte-level prefilter keeps only the lines whose ``"subreddit"``
+field names one of them before anything is parsed: in a monthly all-Reddit dump that is ~1% of
+the lines, and the regex scan runs at ~1–2 GB/s where parsing runs at ~0.3 GB/s. The exact
+filter still runs on the parsed rows, so the prefilter can only save work, never change rows
+(a line of another subreddit is never parsed, so its faults are not counted either).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import io
 import json
 import re
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +47,39 @@ class Quarantine:
             self.samples.extend(
                 f"{kind}: {e[:200]}" for e in examples[: max(0, 20 - len(self.samples))]
             )
+
+
+def subreddit_pattern(subreddits: Sequence[str]) -> re.Pattern[bytes]:
+    r"""A regex for the ``"subreddit"`` field naming any of `subreddits`, in any case, compact or
+    with spaces around the colon (``"subreddit":"x"``, ``"subreddit": "x"``).
+
+    >>> subreddit_pattern(["MovieSuggestions"]).pattern
+    b'"subreddit"\\s*:\\s*"(?i:MovieSuggestions)"'
+    """
+    names = b"|".join(re.escape(name.encode()) for name in subreddits)
+    # Only the name is case-insensitive: a literal prefix keeps the regex scan fast.
+    return re.compile(rb'"subreddit"\s*:\s*"(?i:' + names + rb')"')
+
+
+def prefilter(block: bytes, pattern: re.Pattern[bytes]) -> bytes:
+    r"""The lines of `block` (whole lines, each ending in a newline) that `pattern` matches.
+
+    >>> block = b'{"subreddit": "books"}\n{"subreddit": "movies"}\n'
+    >>> prefilter(block, subreddit_pattern(["Movies"]))
+    b'{"subreddit": "movies"}\n'
+    """
+    starts = [match.start() for match in pattern.finditer(block)]
+    if len(starts) * 2 > block.count(b"\n"):
+        return block  # mostly wanted: cutting lines out would cost more than parsing them
+    kept = bytearray()
+    kept_until = 0
+    for start in starts:
+        begin = block.rfind(b"\n", 0, start) + 1
+        if begin < kept_until:
+            continue  # a second match on a line already kept
+        kept_until = block.find(b"\n", start) + 1 or len(block)
+        kept += block[begin:kept_until]
+    return bytes(kept)
 
 
 def _parse_block(
@@ -89,10 +129,13 @@ def ingest_dump(
     import pyarrow.parquet as pq
 
     wanted = [s.lower() for s in subreddits or []]
+    pattern = subreddit_pattern(subreddits) if subreddits else None
     kept = 0
     writer = None
     try:
         for block in iter_blocks(path):
+            if pattern is not None and not (block := prefilter(block, pattern)):
+                continue
             frame = _parse_block(block, schema, quarantine, path.name)
             if wanted:
                 frame = frame.filter(pl.col("subreddit").str.to_lowercase().is_in(wanted))

@@ -18,6 +18,7 @@ READERS = (
     "remark_data.stages.scrape.protoqa",
     "remark_data.stages.scrape.rank_grpo",
     "remark_data.stages.scrape.reddit_dumps",
+    "remark_data.stages.scrape.reddit_monthly",
     "remark_data.stages.scrape.reddit_scraped",
     "remark_data.stages.scrape.musicrs",
 )

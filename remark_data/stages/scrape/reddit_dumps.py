@@ -106,7 +106,7 @@ def unescape_html(column: str) -> pl.Expr:
     return pl.col(column).map_elements(fix, return_dtype=pl.String, skip_nulls=True)
 
 
-def _epoch(day: date | None) -> int | None:
+def epoch(day: date | None) -> int | None:
     return (
         None if day is None else int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp())
     )
@@ -214,18 +214,40 @@ def read_reddit_dump(
         SUBMISSION_SCHEMA,
         quarantine=quarantine,
         subreddits=options.subreddits,
-        since=_epoch(options.since),
-        until=_epoch(options.until),
+        since=epoch(options.since),
+        until=epoch(options.until),
     )
     comments = read_dump(
         comments_path, COMMENT_SCHEMA, quarantine=quarantine, subreddits=options.subreddits
     )
-    submissions = _drop_without_id(submissions, quarantine, "submission")
-    comments = _drop_without_id(comments, quarantine, "comment")
     if submissions.is_empty():
         raise RemarkError(
             f"{submissions_path}: no submission of {options.subreddits} in the time range"
         )
+    return build_threads(
+        submissions,
+        comments,
+        quarantine=quarantine,
+        dataset=dataset,
+        source=source,
+        split=split,
+        options=options,
+    )
+
+
+def build_threads(
+    submissions: pl.DataFrame,
+    comments: pl.DataFrame,
+    *,
+    quarantine: Quarantine,
+    dataset: str,
+    source: str,
+    split: str,
+    options: ThreadOptions,
+) -> ScrapedSource:
+    """Requests and responses from the filtered submission and comment records of dumps."""
+    submissions = _drop_without_id(submissions, quarantine, "submission")
+    comments = _drop_without_id(comments, quarantine, "comment")
     submissions = _first_of_each_id(submissions, quarantine, "submission")
     comments = _thread_comments(
         submissions,

@@ -8,6 +8,8 @@ name(s), sets `roles`, and adds its options; the pipeline spec's unions are keye
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import ClassVar, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -46,6 +48,12 @@ class SourceSpec(FileRefs):
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
     split: str = Field(pattern=r"^[a-z0-9_]+$")
+
+    def input_files(self, files: Mapping[str, Path]) -> dict[str, Path]:
+        """The files the reader reads, named, from the path of each role: what the scrape
+        stage fingerprints. A format whose role is a folder it reads only part of (a month
+        range of a dump archive) narrows it, so the rest is never hashed."""
+        return dict(files)
 
 
 def format_names(spec: type[FileRefs]) -> tuple[str, ...]:

@@ -24,10 +24,11 @@ def read_source(source: SourceSpec, files: Mapping[str, Path], *, dataset: str) 
 
 
 def _inputs(context: StageContext) -> dict[str, Path]:
+    files = context.resources.source_files()
     return {
-        f"{source}.{role}": path
-        for source, files in context.resources.source_files().items()
-        for role, path in files.items()
+        f"{source.name}.{name}": path
+        for source in context.spec.sources
+        for name, path in source.input_files(files[source.name]).items()
     }
 
 
