@@ -1,14 +1,23 @@
 """Benchmark: streaming ingest of a Reddit comments dump (.zst, 2 GiB window).
 
-The input is built from the real r/MovieSuggestions comments (4,804 lines, ids made unique per
-copy) until it holds ≥ 1 GB (and ≥ 2 GB for the memory check) of NDJSON, compressed like the real
-dumps (`zstd --long=31`). Measured in separate processes, same file:
+Two kinds of input, each ≥ `--gb` GB of NDJSON compressed like the real dumps (`zstd --long=31`):
+
+- a per-subreddit dump: the real r/MovieSuggestions comments (4,804 lines, ids made unique per
+  copy), every record kept;
+- a monthly-style dump (`--monthly`): the real AskReddit comments of the corpus (40,908 lines,
+  another subreddit) with 1% of lines from the real r/MovieSuggestions comments mixed in, so
+  1% of records are kept, as when a month of all Reddit is read for one request subreddit.
+
+Measured in separate processes, same file:
 
 - `zstd -d --long=31 -c > /dev/null`: the decompression limit;
 - a line-by-line loop: zstandard stream reader + `json.loads` per line + the subreddit filter;
-- remark's `ingest_dump` (decompress, parse 50k-line batches with polars, filter, write parquet).
+- remark's `ingest_dump` (decompress, prefilter lines by subreddit, parse blocks with polars,
+  filter, write an Arrow IPC file).
 
-    python benchmarks/bench_ingest.py [--gb 1 2]
+    python benchmarks/bench_ingest.py [--gb 1 2] [--monthly 1]
+
+The last line printed is one JSON object with the ratios of every input.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import random
 import resource
 import subprocess
 import sys
@@ -24,30 +34,39 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-COMMENTS = (
-    REPO.parent
-    / "shared/corpus/reddit/dumps/moviesuggestions_2020-09/ndjson/MovieSuggestions_comments.ndjson"
-)
+DUMPS = REPO.parent / "shared/corpus/reddit/dumps"
+COMMENTS = DUMPS / "moviesuggestions_2020-09/ndjson/MovieSuggestions_comments.ndjson"
+OTHERS = DUMPS / "askreddit_magical_movies_2021-04/AskReddit_mx0pwd_comments.ndjson.gz"
 
 
-def build(path: Path, gigabytes: float) -> tuple[int, int]:
-    """NDJSON of ≥ `gigabytes` from the real comments, compressed with zstd --long=31."""
-    lines = COMMENTS.read_bytes().splitlines()
+def _unique(lines: list[bytes], copy: int) -> bytes:
+    suffix = f"{copy}x".encode()
+    return b"".join(line.replace(b'"id": "', b'"id": "' + suffix, 1) + b"\n" for line in lines)
+
+
+def build(path: Path, gigabytes: float, *, kept_share: float = 1.0) -> tuple[int, int]:
+    """NDJSON of ≥ `gigabytes` from the real comments, compressed with zstd --long=31; with
+    `kept_share` < 1 the real AskReddit comments fill the rest. Returns (bytes, rows kept)."""
+    import gzip
+
+    wanted = COMMENTS.read_bytes().splitlines()
+    others = gzip.decompress(OTHERS.read_bytes()).splitlines() if kept_share < 1 else []
+    # Wanted lines per copy: all of them, or the share of a copy of the other lines.
+    per_copy = len(wanted) if not others else round(len(others) * kept_share / (1 - kept_share))
     target = int(gigabytes * 1e9)
     written = copies = rows = 0
     plain = path.with_suffix(".ndjson")
     with plain.open("wb") as handle:
         while written < target:
-            suffix = f"_{copies}".encode()
-            block = (
-                b"\n".join(
-                    line.replace(b'"id": "', b'"id": "' + suffix[1:] + b"x", 1) for line in lines
-                )
-                + b"\n"
-            )
+            start = copies * per_copy % len(wanted)
+            picked = (wanted * 2)[start : start + per_copy]
+            lines = picked + others
+            if others:  # spread the wanted lines among the others, as in a month of all Reddit
+                random.Random(copies).shuffle(lines)
+            block = _unique(lines, copies)
             handle.write(block)
             written += len(block)
-            rows += len(lines)
+            rows += len(picked)
             copies += 1
     subprocess.run(
         ["zstd", "-q", "-f", "--long=31", "-T2", "-3", str(plain), "-o", str(path)], check=True
@@ -81,7 +100,7 @@ def run_ours(path: Path) -> int:
         return ingest_dump(
             path,
             COMMENT_SCHEMA,
-            Path(tmp) / "out.parquet",
+            Path(tmp) / "out.arrow",
             quarantine=Quarantine(),
             subreddits=["MovieSuggestions"],
         )
@@ -106,43 +125,61 @@ def measure(kind: str, path: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def compare(path: Path, *, label: str, size: int, rows: int) -> dict:
+    """zstd, remark and the loop on one file; prints them and returns the ratios."""
+    mb = size / 1e6
+    zstd = measure("zstd", path)
+    ours = measure("ours", path)
+    # The loop at every size: its peak RSS shows what the zstd window alone costs.
+    loop = measure("loop", path)
+    assert loop["kept"] == ours["kept"] == rows, (loop["kept"], ours["kept"], rows)
+    print(
+        f"{label}: {mb:,.0f} MB NDJSON, {rows:,} comments kept, "
+        f"{path.stat().st_size / 1e6:,.0f} MB .zst"
+    )
+    for name, result in (
+        ("zstd -d --long=31", zstd),
+        ("remark ingest_dump", ours),
+        ("json.loads loop", loop),
+    ):
+        print(
+            f"  {name:20s} {result['seconds']:6.1f} s  {mb / result['seconds']:6.0f} MB/s  "
+            f"peak RSS {result['rss_mib']:,.0f} MiB"
+        )
+    ratios = {
+        "input": label,
+        "mb": round(mb),
+        "vs_zstd": round(zstd["seconds"] / ours["seconds"], 3),
+        "vs_json_loop": round(loop["seconds"] / ours["seconds"], 2),
+        "rss_mib": round(ours["rss_mib"]),
+        "loop_rss_mib": round(loop["rss_mib"]),
+    }
+    print(
+        f"  remark: {ratios['vs_zstd']:.0%} of zstd's speed, {ratios['vs_json_loop']:.1f}x the loop"
+    )
+    return ratios
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--gb", type=float, nargs="+", default=[1.0, 2.0])
+    parser.add_argument("--gb", type=float, nargs="*", default=[1.0, 2.0])
+    parser.add_argument("--monthly", type=float, nargs="*", default=[1.0], help="GB, 1%% kept")
     parser.add_argument("--child", choices=["zstd", "loop", "ours"])
     parser.add_argument("--path", type=Path)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.path)
         return
+    results = []
+    inputs = [(gb, 1.0) for gb in args.gb] + [(gb, 0.01) for gb in args.monthly]
     with tempfile.TemporaryDirectory(dir=REPO / "data") as tmp:
-        for gigabytes in args.gb:
-            path = Path(tmp) / f"comments_{gigabytes}gb.zst"
-            size, rows = build(path, gigabytes)
-            mb = size / 1e6
-            zstd = measure("zstd", path)
-            ours = measure("ours", path)
-            print(
-                f"{mb:,.0f} MB NDJSON ({rows:,} comments), {path.stat().st_size / 1e6:,.0f} MB .zst"
-            )
-            print(
-                f"  zstd -d --long=31 > /dev/null: {zstd['seconds']:6.1f} s  "
-                f"{mb / zstd['seconds']:6.0f} MB/s"
-            )
-            print(
-                f"  remark ingest_dump:            {ours['seconds']:6.1f} s  "
-                f"{mb / ours['seconds']:6.0f} MB/s  peak RSS {ours['rss_mib']:,.0f} MiB  "
-                f"({zstd['seconds'] / ours['seconds']:.0%} of zstd's speed)"
-            )
-            # The loop at every size: its peak RSS shows what the zstd window alone costs.
-            loop = measure("loop", path)
-            assert loop["kept"] == ours["kept"] == rows
-            print(
-                f"  json.loads loop:               {loop['seconds']:6.1f} s  "
-                f"{mb / loop['seconds']:6.0f} MB/s  peak RSS {loop['rss_mib']:,.0f} MiB  "
-                f"(remark {loop['seconds'] / ours['seconds']:.1f}x faster)"
-            )
+        for gigabytes, share in inputs:
+            path = Path(tmp) / f"comments_{gigabytes}gb_{share}.zst"
+            size, rows = build(path, gigabytes, kept_share=share)
+            label = f"{gigabytes:g} GB, {share:.0%} kept"
+            results.append(compare(path, label=label, size=size, rows=rows))
             path.unlink()
+    print(json.dumps({"bench": "ingest", "inputs": results}))
 
 
 if __name__ == "__main__":

@@ -49,6 +49,9 @@ class Quarantine:
             )
 
 
+_SAMPLE_BYTES = 1 << 20
+
+
 def subreddit_pattern(subreddits: Sequence[str]) -> re.Pattern[bytes]:
     r"""A regex for the ``"subreddit"`` field naming any of `subreddits`, in any case, compact or
     with spaces around the colon (``"subreddit":"x"``, ``"subreddit": "x"``).
@@ -68,9 +71,12 @@ def prefilter(block: bytes, pattern: re.Pattern[bytes]) -> bytes:
     >>> prefilter(block, subreddit_pattern(["Movies"]))
     b'{"subreddit": "movies"}\n'
     """
+    # Mostly wanted (a per-subreddit dump): cutting lines out would cost more than parsing
+    # them. The share is estimated on the block's head; the choice only changes the speed.
+    head = block[:_SAMPLE_BYTES]
+    if len(pattern.findall(head)) * 2 > head.count(b"\n"):
+        return block
     starts = [match.start() for match in pattern.finditer(block)]
-    if len(starts) * 2 > block.count(b"\n"):
-        return block  # mostly wanted: cutting lines out would cost more than parsing them
     kept = bytearray()
     kept_until = 0
     for start in starts:
@@ -122,11 +128,11 @@ def ingest_dump(
     since: int | None = None,
     until: int | None = None,
 ) -> int:
-    """Stream a dump into one parquet file of the records that pass the filters.
+    """Stream a dump into one Arrow IPC file (`out`) of the records that pass the filters.
 
     Memory is bounded by one batch of lines whatever the size of the dump; returns rows kept.
     """
-    import pyarrow.parquet as pq
+    import pyarrow as pa
 
     wanted = [s.lower() for s in subreddits or []]
     pattern = subreddit_pattern(subreddits) if subreddits else None
@@ -147,16 +153,20 @@ def ingest_dump(
                 frame = frame.filter(
                     pl.col("created_utc").is_null() | (pl.col("created_utc") < until)
                 )
-            table = frame.to_arrow()
+            # polars' string views go to Arrow without a copy, and IPC writes them as they are:
+            # ~5x cheaper than lz4 parquet, which cost as much as the parse.
+            table = frame.to_arrow(compat_level=pl.CompatLevel.newest())
             if writer is None:
-                writer = pq.ParquetWriter(out, table.schema, compression="lz4")
+                sink = pa.OSFile(str(out), "wb")
+                writer = pa.ipc.new_file(sink, table.schema)
             writer.write_table(table)
             kept += frame.height
     finally:
         if writer is not None:
             writer.close()
+            sink.close()
     if writer is None:
-        pl.DataFrame(schema=schema).write_parquet(out)
+        pl.DataFrame(schema=schema).write_ipc(out)
     return kept
 
 
@@ -171,7 +181,7 @@ def read_dump(
 ) -> pl.DataFrame:
     """The records of a dump that pass the subreddit and time filters, with `schema`'s fields."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "dump.parquet"
+        out = Path(tmp) / "dump.arrow"
         ingest_dump(
             path,
             schema,
@@ -181,4 +191,4 @@ def read_dump(
             since=since,
             until=until,
         )
-        return pl.read_parquet(out)
+        return pl.read_ipc(out)

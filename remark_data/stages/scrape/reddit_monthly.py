@@ -3,7 +3,7 @@
 A spec names a folder, a range of months and the request subreddits. Each month file is
 streamed with the byte-level subreddit prefilter of `remark_data.stages.scrape.dumps` (only the
 lines of the listed subreddits are parsed), the files are read in parallel by `workers`
-processes, each into its own parquet file, and the threads are built from the kept records as
+processes, each into its own Arrow IPC file, and the threads are built from the kept records as
 for a per-subreddit dump (`remark_data.stages.scrape.reddit_dumps.build_threads`).
 
 Comments are read for `comment_months_after` months past the last month as well (when those
@@ -140,7 +140,7 @@ class _Job:
 
 
 def _ingest(job: _Job) -> tuple[int, Quarantine]:
-    """One month file into its parquet file (run in a worker process)."""
+    """One month file into its Arrow IPC file (run in a worker process)."""
     quarantine = Quarantine()
     schema = SUBMISSION_SCHEMA if job.role == "submissions" else COMMENT_SCHEMA
     kept = ingest_dump(
@@ -172,7 +172,7 @@ def read_reddit_monthly(source: RedditMonthly, folder: Path, *, dataset: str) ->
             _Job(
                 path=path,
                 role=role,
-                out=Path(tmp) / f"{role}-{position}.parquet",
+                out=Path(tmp) / f"{role}-{position}.arrow",
                 subreddits=list(source.subreddits),
                 # Submissions carry the time range; comments follow their threads.
                 since=epoch(source.since) if role == "submissions" else None,
@@ -188,7 +188,8 @@ def read_reddit_monthly(source: RedditMonthly, folder: Path, *, dataset: str) ->
                 quarantine.add(kind, count, [])
             quarantine.samples.extend(part.samples[: max(0, 20 - len(quarantine.samples))])
         frames = {
-            role: pl.read_parquet([job.out for job in jobs if job.role == role]) for role in files
+            role: pl.concat([pl.read_ipc(job.out) for job in jobs if job.role == role])
+            for role in files
         }
     if frames["submissions"].is_empty():
         raise RemarkError(
