@@ -178,3 +178,39 @@ def test_missing_months_are_named_and_only_read_files_are_inputs(dumps: tuple[Pa
     assert sorted(inputs) == ["RC_2020-09.zst", "RC_2020-10.zst", "RS_2020-09.zst"]
     with pytest.raises(ValueError, match="needs `subreddits`"):
         _spec(first_month="2020-09", last_month="2020-09", subreddits=[])
+
+
+def test_scrape_stage_fingerprints_the_months_read_only(dumps: tuple[Path, Path], project) -> None:
+    from remark_data.pipeline import run_pipelines
+
+    folder, _ = dumps
+    spec = (project.root / "pipelines/reddit_movies.toml").read_text()
+    sources = spec[spec.index("[[sources]]") : spec.index("[catalog]")]
+    monthly = f"""[[sources]]
+name = "pushshift"
+format = "reddit_monthly"
+split = "train"
+paths = {{ dumps = "{folder}" }}
+first_month = "2020-09"
+last_month = "2020-09"
+subreddits = ["MovieSuggestions"]
+bots = {BOTS!r}
+
+"""
+    (project.root / "pipelines/monthly.toml").write_text(
+        spec.replace(sources, monthly).replace('name = "reddit_movies"', 'name = "monthly"')
+    )
+    first = run_pipelines(project, ["monthly"], stages=["scrape"])["monthly"][0]
+    assert first.status == "ran"
+    assert sorted(first.manifest.inputs) == [
+        "pushshift.RC_2020-09.zst", "pushshift.RC_2020-10.zst", "pushshift.RS_2020-09.zst"
+    ]  # fmt: skip
+    september = sum(_month(s) == "2020-09" for s in _real_records()[0])
+    assert first.manifest.counters["pushshift.requests"] == september
+    # A month outside the range appears: nothing it could change is re-read.
+    (folder / "RS_2021-01.zst").write_bytes((folder / "submissions/RS_2020-08.zst").read_bytes())
+    try:
+        again = run_pipelines(project, ["monthly"], stages=["scrape"])["monthly"][0]
+    finally:
+        (folder / "RS_2021-01.zst").unlink()
+    assert again.status == "skipped"
