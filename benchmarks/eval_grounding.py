@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -69,6 +70,14 @@ def main() -> None:
         f"/ weak {movies['agreement_over_weak']:.3f}"
     )
     print("movie mention statuses:", dict(grounding.iter_rows()))
+    summary = {
+        "bench": "grounding_quality",
+        "books_precision": round(books["precision"], 4),
+        "books_recall": round(books["recall"], 4),
+        "movies_agreement_over_ours": round(movies["agreement_over_ours"], 4),
+        "movies_agreement_over_weak": round(movies["agreement_over_weak"], 4),
+    }
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
