@@ -21,7 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import BeforeValidator, Field, ValidationError, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from remark_data.errors import RemarkError
 from remark_data.stages.ground.catalogs import CATALOGS, CatalogSpec, NoCatalog
@@ -59,6 +66,11 @@ class LLMSpec(_Spec):
     """An OpenAI-compatible endpoint; the API key comes from REMARK_LLM_API_KEY / OPENAI_API_KEY."""
 
     base_url: str
+    base_urls: list[str] = Field(
+        default_factory=list,
+        description="More endpoints serving the same model: requests are spread round-robin over "
+        "`base_url` and these (answers are cached by model, never by endpoint).",
+    )
     model: str
     prompt_version: str = "v1"
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -79,6 +91,19 @@ class LLMSpec(_Spec):
     backoff_base: float = Field(
         default=0.5, ge=0, le=60, description="Seconds before the first retry; doubles each time."
     )
+
+    @model_serializer(mode="wrap")
+    def _without_empty_endpoints(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # One endpoint dumps as before `base_urls` existed: its fingerprints stay unchanged.
+        dumped = handler(self)
+        if isinstance(dumped, dict) and not dumped.get("base_urls"):
+            dumped.pop("base_urls", None)
+        return dumped
+
+    @property
+    def endpoints(self) -> list[str]:
+        """`base_url` first, then `base_urls`, each once."""
+        return list(dict.fromkeys([self.base_url, *self.base_urls]))
 
 
 class ExtractSpec(_Spec):
@@ -141,6 +166,30 @@ class StatsSpec(_Spec):
     group_size: int = Field(default=8, ge=2, description="G for the Proposition 2 bound.")
 
 
+class ExecutionSpec(_Spec):
+    """Where the LLM requests of extract and the matching of ground run. Never part of a stage's
+    fingerprint or manifest: both engines compute the same tables, so switching engines
+    re-runs nothing (a stage only runs again when its inputs, config or code change)."""
+
+    engine: Literal["local", "ray"] = Field(
+        default="local",
+        description="`local`: in this process; `ray`: LLM requests (method llm or hybrid) and "
+        "grounding as Ray Data stages over batches, on a Ray cluster.",
+    )
+    address: str | None = Field(
+        default=None,
+        description="Ray cluster to join: `auto` (the one `ray start` runs on this machine) or "
+        "`ray://HOST:10001`; unset: RAY_ADDRESS, else a local cluster started for the run.",
+    )
+    workers: int = Field(default=2, ge=1, le=4096, description="Ray actors per stage.")
+    batch_size: int = Field(
+        default=16, ge=1, le=4096, description="LLM requests per Ray batch (one actor call)."
+    )
+    ground_batch_size: int = Field(
+        default=50_000, ge=1, description="Mentions per grounding batch on Ray."
+    )
+
+
 class PipelineSpec(_Spec):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_]*$")
     description: str = ""
@@ -150,6 +199,8 @@ class PipelineSpec(_Spec):
     ground: GroundSpec = GroundSpec()
     rewards: RewardsSpec = RewardsSpec()
     stats: StatsSpec = StatsSpec()
+    # No stage lists `execution` in its sections: it is in no fingerprint (see ExecutionSpec).
+    execution: ExecutionSpec = ExecutionSpec()
 
     @model_validator(mode="after")
     def _unique_sources(self) -> PipelineSpec:

@@ -179,6 +179,7 @@ def _ask(
         kinds=spec.kinds,
         cache_path=context.project.data_dir / "cache" / "llm" / "extractions.sqlite",
         task=task,
+        execution=context.spec.execution,
     )
     context.progress(summary.line())
     return summary

@@ -10,7 +10,7 @@ import polars as pl
 from remark_data.config import PipelineSpec
 from remark_data.runner.context import StageContext
 from remark_data.runner.stage import Stage, StageOutput
-from remark_data.schemas import MATCHED_STATUSES
+from remark_data.schemas import MATCHED_STATUSES, conform
 from remark_data.stages.ground.disambiguate import disambiguate
 from remark_data.stages.ground.grounding import ground_mentions
 
@@ -20,14 +20,24 @@ def ground(context: StageContext) -> StageOutput:
     global_catalog = context.resources.catalog()
     catalog = scoped if global_catalog is None else pl.concat([global_catalog, scoped])
     settings = context.spec.ground
-    groundings = ground_mentions(
-        context.read("mentions"),
-        catalog,
-        methods=settings.methods,
-        year_tolerance=settings.year_tolerance,
-        fuzzy_cutoff=settings.fuzzy_cutoff,
-        creator_cutoff=settings.creator_cutoff,
-    )
+    mentions = context.read("mentions")
+    if context.spec.execution.engine == "ray" and not mentions.is_empty():
+        from remark_data.stages.ground.distributed import ground_on_ray
+
+        context.progress(f"{mentions.height} mentions on Ray")
+        groundings = ground_on_ray(
+            mentions, catalog, settings=settings, execution=context.spec.execution
+        )
+    else:
+        groundings = ground_mentions(
+            mentions,
+            catalog,
+            methods=settings.methods,
+            year_tolerance=settings.year_tolerance,
+            fuzzy_cutoff=settings.fuzzy_cutoff,
+            creator_cutoff=settings.creator_cutoff,
+        )
+    groundings = conform(groundings, "groundings")
     if settings.disambiguate and (groundings["status"] == "ambiguous").any():
         groundings = resolve_same_titles(
             groundings,
@@ -36,6 +46,7 @@ def ground(context: StageContext) -> StageOutput:
             min_prior=settings.min_prior,
             prior_ratio=settings.prior_ratio,
         )
+    groundings = in_mention_order(groundings, mentions)
     by_status = groundings.group_by("status").len()
     counters: dict[str, int | float] = {
         f"mentions.{status}": n for status, n in by_status.iter_rows()
@@ -46,6 +57,27 @@ def ground(context: StageContext) -> StageOutput:
     # Near-duplicates folded at load (`merge`): listed per item in the catalog's `merged_ids`.
     counters["catalog_duplicates_merged"] = int(catalog["merged_ids"].list.len().sum())
     return StageOutput(tables={"catalog": catalog, "groundings": groundings}, counters=counters)
+
+
+def in_mention_order(groundings: pl.DataFrame, mentions: pl.DataFrame) -> pl.DataFrame:
+    """`groundings` (one row per mention) in the order of `mentions`: the table is then the
+    same whichever engine, and however many batches, grounded it.
+
+    >>> mentions = pl.DataFrame({"mention_id": ["b", "a", "c"]})
+    >>> in_mention_order(pl.DataFrame({"mention_id": ["a", "c", "b"], "x": [1, 2, 3]}),
+    ...                  mentions)["mention_id"].to_list()
+    ['b', 'a', 'c']
+    """
+    order = (
+        mentions.select("mention_id")
+        .with_row_index("_order")
+        .unique("mention_id", keep="first", maintain_order=True)
+    )
+    return (
+        groundings.join(order, on="mention_id", how="left")
+        .sort("_order", maintain_order=True, nulls_last=True)
+        .drop("_order")
+    )
 
 
 def resolve_same_titles(
@@ -95,11 +127,13 @@ def resolve_same_titles(
 
 
 def _modules(spec: PipelineSpec) -> tuple[str, ...]:
+    # The Ray path's code counts on either engine: the two must give the same tables.
     return (
         "remark_data.stages.ground.catalogs",
         "remark_data.stages.ground.grounding",
         "remark_data.stages.ground.disambiguate",
         "remark_data.stages.ground.merge",
+        "remark_data.stages.ground.distributed",
     )
 
 

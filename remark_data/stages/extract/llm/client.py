@@ -7,7 +7,7 @@ import asyncio
 import os
 import random
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -157,6 +157,91 @@ def group_requests(
     return single + [short[i : i + size] for i in range(0, len(short), size)]
 
 
+class ResultSink(Protocol):
+    """Where answers go as they arrive: the cache (local engine), or a Ray worker's batch."""
+
+    def put(self, key: str, **values: Any) -> None: ...
+
+
+Unit = list[tuple[str, str]]  # one request: (cache key, text) of each text it asks for
+
+
+async def ask_units(
+    units: Sequence[Unit],
+    *,
+    spec: LLMSpec,
+    task: LLMTask,
+    sink: ResultSink,
+    live: LiveCounters,
+    probed: set[str],
+    api_key: str | None = None,
+) -> None:
+    """Ask each request of `units`, spread round-robin over the spec's endpoints; on an
+    endpoint not in `probed` the first request goes alone (then it is added), and each endpoint
+    has `concurrency` requests in flight. Each answer goes to `sink` and `live.summary.results`
+    as it arrives. Shared by both engines: a Ray worker runs exactly this on its batch."""
+    endpoints = spec.endpoints
+    async with asyncio.TaskGroup() as group:
+        for i, url in enumerate(endpoints):
+            if part := list(units[i :: len(endpoints)]):
+                on_endpoint = spec.model_copy(update={"base_url": url})
+                group.create_task(
+                    _ask_endpoint(part, spec=on_endpoint, task=task, sink=sink, live=live,
+                                  probed=probed, api_key=api_key or api_key_from_env())
+                )  # fmt: skip
+
+
+async def _ask_endpoint(
+    units: list[Unit],
+    *,
+    spec: LLMSpec,
+    task: LLMTask,
+    sink: ResultSink,
+    live: LiveCounters,
+    probed: set[str],
+    api_key: str,
+) -> None:
+    """`ask_units` on one endpoint, `spec.base_url`."""
+    import openai
+
+    summary = live.summary
+    client = openai.AsyncOpenAI(
+        base_url=spec.base_url,
+        api_key=api_key,
+        # Replies may take the whole `timeout`; opening a connection should not.
+        timeout=openai.Timeout(spec.timeout, connect=min(spec.timeout, PROBE_CONNECT_TIMEOUT)),
+        max_retries=0,
+    )
+    limit = asyncio.Semaphore(spec.concurrency)
+
+    async def one(unit: Unit, *, probe: bool = False) -> None:
+        request = _Request([text for _, text in unit], spec=spec, task=task, live=live)
+        async with limit:
+            results = await request.answer(client, probe=probe)
+        for (key, _), result in zip(unit, results, strict=True):
+            sink.put(key, **result)  # committed now: a kill loses only what is in flight
+            summary.results[key] = result
+            summary.prompt_tokens += result.get("prompt_tokens", 0)
+            summary.completion_tokens += result.get("completion_tokens", 0)
+            live.done += 1
+            live.failed += result["state"] != "ok"
+        live.report()
+
+    try:
+        rest = units
+        if spec.base_url not in probed:
+            # The first request goes alone: a dead endpoint fails in seconds, not after every
+            # text's retries with backoff.
+            await one(units[0], probe=True)
+            probed.add(spec.base_url)
+            rest = units[1:]
+        async with asyncio.TaskGroup() as group:
+            for unit in rest:
+                group.create_task(one(unit))
+    finally:
+        await client.close()
+
+
 async def ask_all(
     texts: Mapping[str, str],
     *,
@@ -165,43 +250,13 @@ async def ask_all(
     cache: ExtractionCache,
     live: LiveCounters,
 ) -> None:
-    """Ask for every (key -> text) of `texts`, the first request alone, then `concurrency` at
-    a time; each answer goes to the cache and `live.summary.results` as it arrives."""
-    import openai
-
-    summary = live.summary
-    client = openai.AsyncOpenAI(
-        base_url=spec.base_url,
-        api_key=api_key_from_env(),
-        # Replies may take the whole `timeout`; opening a connection should not.
-        timeout=openai.Timeout(spec.timeout, connect=min(spec.timeout, PROBE_CONNECT_TIMEOUT)),
-        max_retries=0,
-    )
-    limit = asyncio.Semaphore(spec.concurrency)
-
-    async def one(unit: list[tuple[str, str]], *, probe: bool = False) -> None:
-        request = _Request([text for _, text in unit], spec=spec, task=task, live=live)
-        async with limit:
-            results = await request.answer(client, probe=probe)
-        for (key, _), result in zip(unit, results, strict=True):
-            cache.put(key, **result)  # committed now: a kill loses only what is in flight
-            summary.results[key] = result
-            summary.prompt_tokens += result.get("prompt_tokens", 0)
-            summary.completion_tokens += result.get("completion_tokens", 0)
-            live.done += 1
-            live.failed += result["state"] != "ok"
-        live.report()
-
+    """Ask for every (key -> text) of `texts` (short texts several per request), each
+    endpoint's first request alone, then `concurrency` at a time per endpoint; each answer goes
+    to the cache and `live.summary.results` as it arrives."""
     units = group_requests(texts, spec=spec, task=task)
     ticker = asyncio.create_task(live.tick()) if live.callback is not None else None
     try:
-        # The first request goes alone: a dead endpoint fails in seconds, not after every
-        # text's retries with backoff.
-        await one(units[0], probe=True)
-        async with asyncio.TaskGroup() as group:
-            for unit in units[1:]:
-                group.create_task(one(unit))
+        await ask_units(units, spec=spec, task=task, sink=cache, live=live, probed=set())
     finally:
         if ticker is not None:
             ticker.cancel()
-        await client.close()

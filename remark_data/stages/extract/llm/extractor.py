@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from remark_data.errors import RemarkError
 from remark_data.stages.extract.llm.cache import ExtractionCache, cache_key
 from remark_data.stages.extract.llm.client import ask_all
-from remark_data.stages.extract.llm.failures import first_leaf, root_cause
+from remark_data.stages.extract.llm.failures import run_requests
 from remark_data.stages.extract.llm.progress import (
     ExtractionSummary,
     LiveCounters,
@@ -20,7 +18,7 @@ from remark_data.stages.extract.llm.progress import (
 from remark_data.stages.extract.llm.task import LLMTask, TitleTask
 
 if TYPE_CHECKING:
-    from remark_data.config import LLMSpec
+    from remark_data.config import ExecutionSpec, LLMSpec
 
 
 def extract_with_llm(
@@ -31,13 +29,16 @@ def extract_with_llm(
     cache_path: Path,
     progress: ProgressCallback | None = None,
     task: LLMTask | None = None,
+    execution: ExecutionSpec | None = None,
 ) -> ExtractionSummary:
     """Extract the titles of `kinds` from `texts` (id -> text), or run another `task` (the
     hybrid check); returns results keyed by `cache_key(text, spec=spec, kinds=kinds,
     task=task)`, and counters.
 
     `progress` (optional) gets an `ExtractionProgress` after each answer, before each retry and
-    every second; nothing is printed. Raises RemarkError when the endpoint is unreachable or
+    every second; nothing is printed. With `execution.engine = "ray"` the uncached requests
+    run on Ray workers (`distributed`); this process still reads and writes the cache, so
+    answers and counters are the same. Raises RemarkError when the endpoint is unreachable or
     refuses the key, URL or model; when every text is cached, no request is sent at all."""
     task = task or TitleTask(kinds)
     summary = ExtractionSummary(texts=len(texts))
@@ -63,7 +64,7 @@ def extract_with_llm(
                 total=summary.unique_texts,
                 done=summary.cache_hits,
             )
-            _ask(pending, spec=spec, task=task, cache=cache, live=live)
+            _ask(pending, spec=spec, task=task, cache=cache, live=live, execution=execution)
             live.report()
     finally:
         cache.close()
@@ -79,16 +80,12 @@ def _ask(
     task: LLMTask,
     cache: ExtractionCache,
     live: LiveCounters,
+    execution: ExecutionSpec | None,
 ) -> None:
-    """Run the requests; whatever escapes them becomes one RemarkError."""
-    try:
-        asyncio.run(ask_all(pending, spec=spec, task=task, cache=cache, live=live))
-    except RemarkError:
-        raise
-    except ExceptionGroup as group:  # from the task group
-        first = first_leaf(group)
-        if isinstance(first, RemarkError):
-            raise first from first.__cause__  # the HTTP error behind it
-        raise RemarkError(f"LLM extraction failed: {root_cause(first)}") from group
-    except Exception as exc:
-        raise RemarkError(f"LLM extraction failed: {root_cause(exc)}") from exc
+    """Run the requests here, or on Ray; either way each answer is cached as it arrives."""
+    if execution is not None and execution.engine == "ray":
+        from remark_data.stages.extract.llm.distributed import ask_on_ray
+
+        ask_on_ray(pending, spec=spec, task=task, cache=cache, live=live, execution=execution)
+    else:
+        run_requests(ask_all(pending, spec=spec, task=task, cache=cache, live=live))

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from remark_data.errors import RemarkError
 
@@ -63,3 +65,19 @@ def first_leaf(group: BaseExceptionGroup[Exception]) -> Exception:
     """The first exception of a (nested) task-group error."""
     first = group.exceptions[0]
     return first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+def run_requests(requests: Coroutine[Any, Any, None]) -> None:
+    """Run `requests` (`client.ask_all` or `ask_units`) to the end; whatever escapes them
+    becomes one RemarkError (the first of a task group's, as itself when it is one)."""
+    try:
+        asyncio.run(requests)
+    except RemarkError:
+        raise
+    except ExceptionGroup as group:  # from the task groups
+        first = first_leaf(group)
+        if isinstance(first, RemarkError):
+            raise first from first.__cause__  # the HTTP error behind it
+        raise RemarkError(f"LLM extraction failed: {root_cause(first)}") from group
+    except Exception as exc:
+        raise RemarkError(f"LLM extraction failed: {root_cause(exc)}") from exc

@@ -26,7 +26,7 @@ the gazetteer's rules gave, and counted.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +169,11 @@ class HybridTask:
             },
             "dropped": len(parsed.missed) - len(missed),
         }
+
+    def for_texts(self, texts: Iterable[str]) -> HybridTask:
+        """The task with only the comments of `texts` registered (what a Ray worker needs)."""
+        inputs = {t: self._inputs[t] for t in texts if t in self._inputs}
+        return HybridTask(kinds=self.kinds, few_shot=self.few_shot, _inputs=inputs)
 
 
 def plan_requests(

@@ -1,11 +1,12 @@
 """What one kind of LLM extraction asks and how its replies are read: the prompt and schema
-(`request`), reply parsing (`parse`), the guard on each text's answer (`result`) and what keys
-the cache (`key_parts`). `TitleTask` extracts titles from comments; `hybrid.HybridTask` checks
+(`request`), reply parsing (`parse`), the guard on each text's answer (`result`), what keys
+the cache (`key_parts`) and the part of the task a Ray worker needs (`for_texts`).
+`TitleTask` extracts titles from comments; `hybrid.HybridTask` checks
 a gazetteer's candidates and adds what it missed. The client, cache and retries are shared."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,6 +35,8 @@ class LLMTask(Protocol):
     def parse(self, raw: str, *, n_texts: int) -> list[Any]: ...
 
     def result(self, text: str, parsed: Any) -> dict[str, Any]: ...
+
+    def for_texts(self, texts: Iterable[str]) -> LLMTask: ...
 
 
 @dataclass(frozen=True)
@@ -64,3 +67,7 @@ class TitleTask:
         """The titles found in the text; the others are dropped and counted."""
         kept = [t for t in parsed if title_in_text(t.title, text)]
         return {"titles": [t.model_dump() for t in kept], "dropped": len(parsed) - len(kept)}
+
+    def for_texts(self, texts: Iterable[str]) -> TitleTask:
+        """What a Ray worker needs to answer `texts`: this task, which holds no text."""
+        return self
