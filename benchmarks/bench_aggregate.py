@@ -3,7 +3,8 @@
 The real 8,782 train questions (797,760 answer rows, one per responder) are replicated until there
 are at least 5 million answer rows. Both implementations start from the same in-memory inputs
 (polars frames for ours, lists of tuples for the baseline) and are timed in separate child
-processes so each reports its own peak RSS. Prints the speed ratio measured in this run.
+processes so each reports its own peak RSS. Prints the speed ratio measured in this run, last as
+one JSON line.
 
     python benchmarks/bench_aggregate.py [--rows 5000000] [--repeat 3]
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import resource
 import statistics
 import subprocess
@@ -137,8 +139,9 @@ def run_baseline(directory: Path) -> float:
 
 
 def check_same_labels(directory: Path, sample: int = 300) -> None:
-    """Both implementations agree on every field of a sample of requests."""
+    """Both implementations agree on every field of a sample of requests, and on the stats."""
     from remark_data.stages.aggregate import build_labels
+    from remark_data.stages.stats import label_stats
 
     tables = {name: pl.read_parquet(directory / f"{name}.parquet") for name in TABLES}
     ours, _ = build_labels(**tables)
@@ -156,6 +159,9 @@ def check_same_labels(directory: Path, sample: int = 300) -> None:
             "groundtruth_with_release_year",
         ):
             assert row[key] == want[key], (row["request_id"], key)
+    stats = label_stats(ours).filter(pl.col("split") == "train").row(0, named=True)
+    for key, value in baseline_stats(expected).items():
+        assert math.isclose(stats[key], value, rel_tol=1e-12), (key, stats[key], value)
 
 
 def child(kind: str, directory: Path, repeat: int) -> None:
@@ -214,7 +220,18 @@ def main() -> None:
         f"  dict-of-counters: {baseline['seconds']:.2f} s, "
         f"peak RSS {baseline['peak_rss_mib']:,.0f} MiB"
     )
-    print(f"  speed-up: {baseline['seconds'] / ours['seconds']:.1f}x (target >= 20x)")
+    ratio = baseline["seconds"] / ours["seconds"]
+    print(f"  speed-up: {ratio:.1f}x (target >= 20x)")
+    summary = {
+        "bench": "aggregate",
+        "vs_baseline": round(ratio, 1),
+        "rows": rows,
+        "seconds": round(ours["seconds"], 3),
+        "baseline_seconds": round(baseline["seconds"], 3),
+        "peak_rss_mib": round(ours["peak_rss_mib"]),
+        "baseline_peak_rss_mib": round(baseline["peak_rss_mib"]),
+    }
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

@@ -38,9 +38,7 @@ def main(pipeline: str, gold_path: Path, out: Path) -> None:
                 continue
             wanted = {gold_key(t): t for t in comment.titles if t.stance == "recommended"}
             ours = by_comment.get((comment.comment_id,), pl.DataFrame())
-            matched = (
-                ours.filter(pl.col("status").is_in(MATCHED_STATUSES)) if ours.height else ours
-            )
+            matched = ours.filter(pl.col("status").is_in(MATCHED_STATUSES)) if ours.height else ours
             items = {} if not matched.height else {
                 r["item_id"]: r for r in matched.iter_rows(named=True)
                 if r["stance"] == "recommended"
@@ -60,8 +58,13 @@ def main(pipeline: str, gold_path: Path, out: Path) -> None:
                 for i, r in items.items() if i not in wanted
             ]  # fmt: skip
             if missed or added:
-                record = {"request_id": comment.request_id, "comment_id": comment.comment_id,
-                          "text": text.get(comment.comment_id), "missed": missed, "added": added}
+                record = {
+                    "request_id": comment.request_id,
+                    "comment_id": comment.comment_id,
+                    "text": text.get(comment.comment_id),
+                    "missed": missed,
+                    "added": added,
+                }
                 sink.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
