@@ -14,6 +14,15 @@ from remark_data.runner import RunFolder
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = (REPO / ".." / "shared" / "corpus").resolve()
+#: The `[catalog]` table of the movie pipelines, for specs written by tests.
+MOVIES_CATALOG = """[catalog]
+format = "movies_merged"
+[catalog.files]
+movielens_movies = "movielens-small-movies"
+movielens_links = "movielens-small-links"
+rank_grpo = "rank-grpo-gt-catalog"
+reddit_movie_v1 = "reddit-movie-v1-entity2id"
+"""
 # WordNet and the MiniLM model for the answer matcher, installed by `make models`.
 os.environ.setdefault("REMARK_MODELS_DIR", str(REPO / "data" / "cache" / "models"))
 

@@ -11,11 +11,12 @@ from remark_data.config import LLMSpec, load_pipeline_spec
 from remark_data.pipeline import PipelineRun
 from remark_data.stages.extract.llm import cache_key, extract_with_llm
 from remark_data.stages.extract.llm.hybrid import HybridAnswer, HybridTask
-from tests.conftest import run_folder
+from tests.conftest import MOVIES_CATALOG, run_folder
 from tests.llm_servers import MODEL, FaultServer, LlamaServer, llm_required
 from tests.stages.test_llm import REAL
 
-SPEC = """
+SPEC = (
+    """
 name = "reddit_hybrid"
 [[sources]]
 name = "ms"
@@ -28,14 +29,9 @@ bots = ["AutoModerator", "cinephile_bot"]
 [sources.files]
 submissions = "reddit-moviesuggestions-submissions"
 comments = "reddit-moviesuggestions-comments"
-[catalog]
-format = "movies_merged"
-[catalog.files]
-movielens_movies = "movielens-small-movies"
-movielens_links = "movielens-small-links"
-rank_grpo = "rank-grpo-gt-catalog"
-reddit_movie_v1 = "reddit-movie-v1-entity2id"
-[extract]
+"""
+    + MOVIES_CATALOG
+    + """[extract]
 method = "hybrid"
 kinds = ["movie"]
 [extract.llm]
@@ -46,6 +42,7 @@ timeout = 5
 [ground]
 methods = ["normalized", "fuzzy"]
 """
+)
 
 
 def _candidates(message: str) -> list[str]:

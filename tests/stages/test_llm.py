@@ -22,7 +22,7 @@ from remark_data.stages.extract.llm import (
     extract_with_llm,
     title_in_text,
 )
-from tests.conftest import CORPUS, REPO
+from tests.conftest import CORPUS, MOVIES_CATALOG, REPO
 from tests.llm_servers import MODEL, FaultServer, LlamaServer, free_port, llm_required
 
 COMMENTS = [
@@ -270,14 +270,7 @@ bots = ["AutoModerator", "cinephile_bot"]
 [sources.files]
 submissions = "reddit-moviesuggestions-submissions"
 comments = "reddit-moviesuggestions-comments"
-[catalog]
-format = "movies_merged"
-[catalog.files]
-movielens_movies = "movielens-small-movies"
-movielens_links = "movielens-small-links"
-rank_grpo = "rank-grpo-gt-catalog"
-reddit_movie_v1 = "reddit-movie-v1-entity2id"
-[extract]
+{MOVIES_CATALOG}[extract]
 method = "llm"
 kinds = ["movie"]
 [extract.llm]

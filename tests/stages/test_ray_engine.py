@@ -15,14 +15,15 @@ from remark_data.config import LLMSpec, Project, load_pipeline_spec
 from remark_data.errors import RemarkError
 from remark_data.pipeline import STAGES, PipelineRun
 from remark_data.runner.stage import StageResult
-from tests.conftest import CORPUS, make_project, run_folder
+from tests.conftest import CORPUS, MOVIES_CATALOG, make_project, run_folder
 from tests.llm_servers import FaultServer, LlamaServer, free_port
 from tests.stages.test_hybrid import _reply
 from tests.stages.test_llm import needs_model
 
 DUMP = CORPUS / "reddit/dumps/moviesuggestions_2020-09/ndjson"
 THREADS = ("iwjl9p", "it8rgu")  # 2 real requests, 6 short top-level comments
-SPEC = """
+SPEC = (
+    """
 name = "movies_ray"
 [[sources]]
 name = "ms"
@@ -31,14 +32,9 @@ split = "train"
 subreddits = ["MovieSuggestions"]
 bots = ["AutoModerator", "cinephile_bot"]
 {files}
-[catalog]
-format = "movies_merged"
-[catalog.files]
-movielens_movies = "movielens-small-movies"
-movielens_links = "movielens-small-links"
-rank_grpo = "rank-grpo-gt-catalog"
-reddit_movie_v1 = "reddit-movie-v1-entity2id"
-[extract]
+"""
+    + MOVIES_CATALOG
+    + """[extract]
 method = "{method}"
 kinds = ["movie"]
 seen = {seen}
@@ -57,6 +53,7 @@ workers = 2
 batch_size = {batch_size}
 ground_batch_size = 8
 """
+)
 REGISTRY_FILES = """since = 2020-09-12
 until = 2020-09-13
 [sources.files]
