@@ -214,3 +214,16 @@ bots = {BOTS!r}
     finally:
         (folder / "RS_2021-01.zst").unlink()
     assert again.status == "skipped"
+
+
+def test_a_cut_month_file_is_one_error_naming_it(dumps: tuple[Path, Path], tmp_path: Path) -> None:
+    import shutil
+
+    folder, _ = dumps
+    copy = tmp_path / "dumps"
+    shutil.copytree(folder, copy)
+    cut = copy / "comments/RC_2020-09.zst"
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    spec = _spec(first_month="2020-08", last_month="2020-09", workers=2)
+    with pytest.raises(RemarkError, match=r"RC_2020-09\.zst: truncated zstd data: .* byte \d+"):
+        read_reddit_monthly(spec, copy, dataset="d")
