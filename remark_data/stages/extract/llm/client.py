@@ -163,6 +163,20 @@ class ResultSink(Protocol):
     def put(self, key: str, **values: Any) -> None: ...
 
 
+def record_answer(
+    key: str, result: dict[str, Any], *, sink: ResultSink, live: LiveCounters
+) -> None:
+    """One text's answer into `sink` (committed now: a kill loses only what is in flight) and
+    the run's counters; the Ray engine records its workers' answers with it too."""
+    sink.put(key, **result)
+    summary = live.summary
+    summary.results[key] = result
+    summary.prompt_tokens += result.get("prompt_tokens", 0)
+    summary.completion_tokens += result.get("completion_tokens", 0)
+    live.done += 1
+    live.failed += result["state"] != "ok"
+
+
 Unit = list[tuple[str, str]]  # one request: (cache key, text) of each text it asks for
 
 
@@ -204,7 +218,6 @@ async def _ask_endpoint(
     """`ask_units` on one endpoint, `spec.base_url`."""
     import openai
 
-    summary = live.summary
     client = openai.AsyncOpenAI(
         base_url=spec.base_url,
         api_key=api_key,
@@ -219,12 +232,7 @@ async def _ask_endpoint(
         async with limit:
             results = await request.answer(client, probe=probe)
         for (key, _), result in zip(unit, results, strict=True):
-            sink.put(key, **result)  # committed now: a kill loses only what is in flight
-            summary.results[key] = result
-            summary.prompt_tokens += result.get("prompt_tokens", 0)
-            summary.completion_tokens += result.get("completion_tokens", 0)
-            live.done += 1
-            live.failed += result["state"] != "ok"
+            record_answer(key, result, sink=sink, live=live)
         live.report()
 
     try:

@@ -16,7 +16,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from remark_data.errors import RemarkError
-from remark_data.stages.extract.llm.client import api_key_from_env, ask_units, group_requests
+from remark_data.stages.extract.llm.client import (
+    api_key_from_env,
+    ask_units,
+    group_requests,
+    record_answer,
+)
 from remark_data.stages.extract.llm.failures import root_cause, run_requests
 from remark_data.stages.extract.llm.progress import ExtractionSummary, LiveCounters
 
@@ -122,14 +127,7 @@ def _record(rows: list[dict[str, Any]], *, cache: ExtractionCache, live: LiveCou
     for row in rows:
         summary.requests += row["requests"]
         summary.retries += row["retries"]
-        if not row["key"]:
-            continue
-        result = json.loads(row["answer"])
-        cache.put(row["key"], **result)
-        summary.results[row["key"]] = result
-        summary.prompt_tokens += result.get("prompt_tokens", 0)
-        summary.completion_tokens += result.get("completion_tokens", 0)
-        live.done += 1
-        live.failed += result["state"] != "ok"
+        if row["key"]:
+            record_answer(row["key"], json.loads(row["answer"]), sink=cache, live=live)
     live.report()
     return next((row["fatal"] for row in rows if row["fatal"]), "")
