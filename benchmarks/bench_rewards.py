@@ -102,7 +102,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     args = parser.parse_args()
     from remark_data.adapters.trl import make_rank_reward_func
-    from remark_data.rewards.parse import parse_line
+    from remark_data.rewards.parse import parse_entry, parse_line
     from remark_data.stages.ground.matching import normalize_title
 
     completions, columns = build_step(seed=0)
@@ -112,6 +112,7 @@ def main() -> None:
         reward = make_rank_reward_func()  # fresh per-row cache
         normalize_title.cache_clear()
         parse_line.cache_clear()
+        parse_entry.cache_clear()
         start = time.perf_counter()
         got = reward(None, completions, **columns)
         ours_cold.append(time.perf_counter() - start)
@@ -197,8 +198,8 @@ def exact_baseline(completions: list[str], columns: dict[str, list]) -> list[lis
 
 def protoqa(steps: int) -> dict[str, float]:
     from remark_data.adapters.trl import make_rank_reward_func
-    from remark_data.rewards.parse import parse_line
-    from remark_data.stages.ground.matching import lemma_key, normalize_title
+    from remark_data.rewards.parse import parse_entry, parse_line
+    from remark_data.stages.ground.matching import lemma, lemma_key, normalize_title
     from remark_data.stages.ground.semantic import Embedder
     from remark_data.stages.ground.wordnet import WordNet, models_dir, partitions
 
@@ -217,10 +218,12 @@ def protoqa(steps: int) -> dict[str, float]:
         reward = make_rank_reward_func()
         for cache in (
             normalize_title,
+            lemma,
             lemma_key,
             parse_line,
+            parse_entry,
             WordNet.synsets,
-            WordNet.senses,
+            WordNet.phrase_senses,
             partitions,
         ):
             cache.cache_clear()

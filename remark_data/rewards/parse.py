@@ -36,7 +36,14 @@ def parse_line(line: str) -> ListItem | None:
     >>> parse_line("3. The Thing (1982) - a classic")
     ListItem(title='The Thing', year=1982, creator=None)
     """
-    text = _MARKER.sub("", line, count=1).strip()
+    # Cached as written (a training run sees the same lines again) and without the rank
+    # marker: "3. car" and "7. car" parse once between them.
+    return parse_entry(_MARKER.sub("", line, count=1).strip())
+
+
+@lru_cache(maxsize=1 << 16)
+def parse_entry(text: str) -> ListItem | None:
+    """`parse_line` for a line without its rank marker."""
     year = None
     found = _YEAR.search(text)
     if found is not None:

@@ -53,9 +53,12 @@ def normalize_title(text: str) -> str:
 
     "Title, The" (MovieLens) and "The Title" give the same key; "&" reads as "and".
     """
-    text = html.unescape(text)
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).casefold().strip()
+    if "&" in text:
+        text = html.unescape(text)
+    if not text.isascii():  # most titles are: skip the per-character accent pass
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = text.casefold().strip()
     text = _TRAILING_ARTICLE.sub("", text)
     text = text.replace("&", " and ").replace("'", "").replace("\u2019", "")
     text = _SPACE.sub(" ", _NON_WORD.sub(" ", text)).strip()
@@ -72,11 +75,20 @@ def lemma_key(text: str) -> str:
     >>> lemma_key("His birthday"), lemma_key("they fight"), lemma_key("Your likes")
     ('birthday', 'fight', 'like')
     """
+    words = [w for w in normalize_title(text).split() if w not in _STOPWORDS]
+    return " ".join(map(lemma, words))
+
+
+@lru_cache(maxsize=1 << 16)
+def lemma(word: str) -> str:
+    """One word's lemma, lower case (simplemma capitalises proper nouns: "Virginia").
+
+    >>> lemma("fights")
+    'fight'
+    """
     import simplemma  # loads its English data on first use, so only when the step is on
 
-    words = [w for w in normalize_title(text).split() if w not in _STOPWORDS]
-    # simplemma capitalises proper nouns ("virginia" -> "Virginia"); keys stay lower case.
-    return " ".join(simplemma.lemmatize(w, lang="en").casefold() for w in words)
+    return simplemma.lemmatize(word, lang="en").casefold()
 
 
 def split_title_year(text: str) -> tuple[str, int | None]:
@@ -137,8 +149,10 @@ class TitleMatcher:
                     self._by_lemma.setdefault(key, set()).add(item_id)
         self._names = [(item_id, name) for item_id, name, _ in names]
         # Per-step views of the names, built on a step's first use.
-        self._name_senses: dict[str, tuple[tuple[str, ...], frozenset[object]]] | None = None
-        self._by_length: dict[int, list[tuple[str, str]]] | None = None
+        self._name_senses: (
+            dict[object, list[tuple[str, tuple[str, ...], frozenset[object]]]] | None
+        ) = None
+        self._by_shape: dict[tuple[int, str], list[tuple[str, str, tuple[str, ...]]]] | None = None
         self._name_vectors: Any = None
         self._cache: dict[tuple[str, int | None], str | None] = {}
 
@@ -178,17 +192,26 @@ class TitleMatcher:
 
         wordnet = WordNet.load()
         if self._name_senses is None:
-            self._name_senses = {
-                name: (words, wordnet.senses(words))
-                for name in self._by_lemma
-                for words in [tuple(name.split())]
-            }
+            self._name_senses = {}
+            for name in self._by_lemma:
+                name_words = tuple(name.split())
+                name_senses = wordnet.senses(name_words)
+                for sense in name_senses:
+                    self._name_senses.setdefault(sense, []).append((name, name_words, name_senses))
         words = tuple(key.split())
         senses = wordnet.senses(words)
+        # Only names sharing a sense can score; at a full score every word of both must pair.
+        candidates = {
+            name: (name_words, name_senses)
+            for sense in senses
+            for name, name_words, name_senses in self._name_senses.get(sense, ())
+        }
+        full = self.wordnet_min_score >= 1.0
         scores = {
             name: wordnet.score(words, name_words, at_least=self.wordnet_min_score)
-            for name, (name_words, name_senses) in self._name_senses.items()
-            if not senses.isdisjoint(name_senses)
+            for name, (name_words, name_senses) in candidates.items()
+            if not full
+            or (wordnet.covered(words, name_senses) and wordnet.covered(name_words, senses))
         }
         best = max(scores.values(), default=0.0)
         if best < self.wordnet_min_score:
@@ -204,17 +227,19 @@ class TitleMatcher:
         differences make other answers ("bear", "beard"; "baseball", "basketball"; "8 am",
         "9 am"; "height", "weight")."""
 
-        if self._by_length is None:
-            self._by_length = {}
+        if self._by_shape is None:
+            self._by_shape = {}
             for name in self._by_lemma:
-                joined_name = name.replace(" ", "")
-                self._by_length.setdefault(len(joined_name), []).append((name, joined_name))
-        words = key.split()
+                name_words = tuple(name.split())
+                joined_name = "".join(name_words)
+                shape = (len(joined_name), joined_name[:1])
+                self._by_shape.setdefault(shape, []).append((name, joined_name, name_words))
+        words = tuple(key.split())
         joined = "".join(words)
         found: set[str] = set()
-        for length in (len(joined) - 1, len(joined), len(joined) + 1):  # one edit at most
-            for name, joined_name in self._by_length.get(length, ()):
-                name_words = name.split()
+        # Every typo kept here leaves the first letter and changes the length by one at most.
+        for length in (len(joined) - 1, len(joined), len(joined) + 1):
+            for name, joined_name, name_words in self._by_shape.get((length, joined[:1]), ()):
                 if joined_name == joined:
                     found |= self._by_lemma[name]
                 elif len(name_words) == len(words):

@@ -36,6 +36,13 @@ _DETACHMENTS = {
     "adj": (("er", ""), ("est", ""), ("er", "e"), ("est", "e")),
     "adv": (),
 }  # fmt: skip
+#: A sub-phrase of a string: (start word, end word, the phrase and its synsets).
+PhraseSenses = tuple[int, int, frozenset[object]]
+_RULES_BY_SUFFIX: dict[str, list[tuple[str, str]]] = {}
+for _pos, _rules in _DETACHMENTS.items():
+    for _suffix, _replacement in _rules:
+        _RULES_BY_SUFFIX.setdefault(_suffix, []).append((_pos, _replacement))
+_SUFFIX_LENGTHS = sorted({len(suffix) for suffix in _RULES_BY_SUFFIX})
 #: The senses of a word that count, per part of speech (WordNet lists them most frequent first).
 MAX_SENSES = 1
 #: Parts are built from at most this many content words (2^(n-1) partitions per string).
@@ -56,10 +63,13 @@ class WordNet:
                 f"WordNet data not found in {directory}: run `make models` "
                 "(scripts/install_models.sh) or set REMARK_MODELS_DIR"
             )
-        self._synsets: dict[str, frozenset[tuple[str, str]]] = {}
+        # Synsets are ints (offset * 4 + part of speech) in tuples: ~150k lemmas of them, kept
+        # out of the garbage collector's sight (tuples of ints are untracked, frozensets are
+        # not), so a full collection in a training process does not walk the index.
+        self._synsets: dict[str, tuple[int, ...]] = {}
         self._lemmas: dict[str, set[str]] = {pos: set() for pos in _POS}
-        self._exceptions: dict[str, list[str]] = {}
-        for pos in _POS:
+        self._exceptions: dict[str, tuple[str, ...]] = {}
+        for pos_index, pos in enumerate(_POS):
             for line in (directory / f"index.{pos}").read_text(encoding="utf-8").splitlines():
                 if line.startswith(" "):
                     continue  # the licence header
@@ -68,12 +78,17 @@ class WordNet:
                 # Senses are listed most frequent first; rare ones ("chocolate", the colour,
                 # is "coffee") are what pair unrelated answers.
                 senses = fields[len(fields) - count :][:MAX_SENSES]
-                offsets = frozenset((pos, offset) for offset in senses)
-                self._synsets[lemma] = self._synsets.get(lemma, frozenset()) | offsets
+                offsets = tuple(int(offset) * 4 + pos_index for offset in senses)
+                self._synsets[lemma] = self._synsets.get(lemma, ()) + offsets
                 self._lemmas[pos].add(lemma)
             for line in (directory / f"{pos}.exc").read_text(encoding="utf-8").splitlines():
                 inflected, *bases = line.split()
-                self._exceptions.setdefault(inflected, []).extend(bases)
+                self._exceptions[inflected] = (*self._exceptions.get(inflected, ()), *bases)
+        # First words of multi-word entries ("ice_cream"): a phrase starting otherwise has no
+        # synset, which spares most of a line's sub-phrases their base-form search.
+        self._phrase_heads = frozenset(
+            lemma.partition("_")[0] for lemma in (*self._synsets, *self._exceptions) if "_" in lemma
+        )
 
     @classmethod
     @lru_cache(maxsize=1)
@@ -82,32 +97,46 @@ class WordNet:
         return cls(models_dir() / "wordnet")
 
     @lru_cache(maxsize=1 << 16)  # noqa: B019 - one long-lived instance per process
-    def synsets(self, phrase: str) -> frozenset[tuple[str, str]]:
+    def synsets(self, phrase: str) -> frozenset[int]:
         """The synsets of a word or phrase and of its base forms ("mice" -> mouse)."""
         form = phrase.replace(" ", "_")
+        if form != phrase and phrase.partition(" ")[0] not in self._phrase_heads:
+            return frozenset()
         bases = {form, *self._exceptions.get(form, ())}
-        for pos, rules in _DETACHMENTS.items():
-            bases |= {
-                form[: -len(suffix)] + replacement
-                for suffix, replacement in rules
-                if form.endswith(suffix) and form[: -len(suffix)] + replacement in self._lemmas[pos]
-            }
-        found: frozenset[tuple[str, str]] = frozenset()
-        for base in bases:
-            found |= self._synsets.get(base, frozenset())
-        return found
+        for length in _SUFFIX_LENGTHS:
+            for pos, replacement in _RULES_BY_SUFFIX.get(form[-length:], ()):
+                base = form[:-length] + replacement
+                if base in self._lemmas[pos]:
+                    bases.add(base)
+        return frozenset(offset for base in bases for offset in self._synsets.get(base, ()))
 
     @lru_cache(maxsize=1 << 16)  # noqa: B019 - one long-lived instance per process
-    def senses(self, words: tuple[str, ...]) -> frozenset[object]:
-        """Everything a part of `words` could pair on: its sub-phrases and their synsets. Two
-        strings with no sense in common score 0, so `score` need not partition them."""
-        found: set[object] = set()
-        for start in range(len(words)):
+    def phrase_senses(self, words: tuple[str, ...]) -> tuple[PhraseSenses, ...]:
+        """(start, end, senses) of every sub-phrase a part of `words` can be: the phrase itself
+        and its synsets."""
+        found = []
+        for start in range(min(len(words), MAX_WORDS)):
             for end in range(start + 1, min(len(words), MAX_WORDS) + 1):
                 phrase = " ".join(words[start:end])
-                found.add(phrase)
-                found |= self.synsets(phrase)
-        return frozenset(found)
+                found.append((start, end, frozenset((phrase, *self.synsets(phrase)))))
+        return tuple(found)
+
+    def senses(self, words: tuple[str, ...]) -> frozenset[object]:
+        """Everything a part of `words` could pair on. Two strings with no sense in common
+        score 0, so `score` need not partition them."""
+        return frozenset().union(*(senses for _, _, senses in self.phrase_senses(words)))
+
+    def covered(self, words: tuple[str, ...], senses: frozenset[object]) -> bool:
+        """Whether each word (of the first `MAX_WORDS`) lies in a sub-phrase sharing a sense
+        with `senses`: a cheap test that `score` cannot reach 1.0 without ("car shop" against
+        "car": "shop" pairs with nothing)."""
+        uncovered = set(range(min(len(words), MAX_WORDS)))
+        for start, end, own in self.phrase_senses(words):
+            if not own.isdisjoint(senses):
+                uncovered.difference_update(range(start, end))
+                if not uncovered:
+                    return True
+        return not uncovered
 
     def same(self, a: str, b: str) -> bool:
         """Two parts are equal when identical or sharing a synset."""
