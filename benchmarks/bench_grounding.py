@@ -64,15 +64,16 @@ def main() -> None:
     args = parser.parse_args()
     from rapidfuzz import fuzz, process
 
-    from remark_data.stages.ground.catalogs import _catalog_frame, _movielens_titles
+    from remark_data.stages.ground.catalogs import _catalog_frame
     from remark_data.stages.ground.grounding import catalog_keys, ground_mentions
     from remark_data.stages.ground.matching import normalize_title
+    from remark_data.stages.ground.movielens import movielens_titles
 
     rng = random.Random(0)
     surfaces = real_surfaces()
     sample = [rng.choice(surfaces) for _ in range(args.mentions)]
     sample = [typo(s, rng) if i % 2 else s for i, s in enumerate(sample)]
-    movielens = _movielens_titles(
+    movielens = movielens_titles(
         CORPUS / "catalogs/movies/ml-latest-small/movies.csv",
         CORPUS / "catalogs/movies/ml-latest-small/links.csv",
     ).with_columns(

@@ -49,6 +49,7 @@ def evaluate_run(
     wanted = gold_frame([c for c in read_gold(gold) if c.dataset == pipeline])
     if wanted.is_empty():
         raise RemarkError(f"{gold}: no gold comments for dataset {pipeline!r}")
+    wanted = _current_ids(wanted, folder.read("ground", "catalog"))
     requests = wanted.select("request_id").unique()
     union = (
         labels.join(requests, on="request_id")
@@ -70,6 +71,27 @@ def evaluate_run(
         rows.append(score(surfaces, wanted.select(*by, key="surface_key"), level="mention",
                           by=by, draws=draws, seed=seed))  # fmt: skip
     return pl.DataFrame(rows).with_columns(pl.lit(pipeline).alias("dataset"))
+
+
+def _current_ids(wanted: pl.DataFrame, catalog: pl.DataFrame) -> pl.DataFrame:
+    """Gold keys naming an item the catalog has since merged into another, as the kept item.
+
+    >>> catalog = pl.DataFrame({"item_id": ["imdb:tt1"], "merged_ids": [["mv:a:1962"]]})
+    >>> wanted = pl.DataFrame({"key": ["mv:a:1962", "imdb:tt2", "title:b"]})
+    >>> _current_ids(wanted, catalog)["key"].to_list()
+    ['imdb:tt1', 'imdb:tt2', 'title:b']
+    """
+    kept = (
+        catalog.select("item_id", key="merged_ids")
+        .explode("key")
+        .drop_nulls("key")
+        .unique("key", keep="first")
+    )
+    return (
+        wanted.join(kept, on="key", how="left")
+        .with_columns(pl.coalesce("item_id", "key").alias("key"))
+        .drop("item_id")
+    )
 
 
 def _gold_kind(gold: Path) -> str:

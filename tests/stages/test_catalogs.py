@@ -38,6 +38,24 @@ def test_movie_catalogs_merge_by_imdb_id_then_title_and_year() -> None:
     )
 
 
+def test_movielens_alternative_titles_and_the_rows_they_absorb() -> None:
+    by_id = {
+        r["item_id"]: r for r in load_movie_catalog(MOVIE_FILES, dataset="d").iter_rows(named=True)
+    }
+    # "Léon: The Professional (a.k.a. The Professional) (Léon) (1994)": both are names, and
+    # MovieLens' "a.k.a." marker is not part of one.
+    assert set(by_id["imdb:tt0110413"]["aliases"]) >= {"The Professional", "Léon"}
+    assert by_id["imdb:tt0114746"]["aliases"] == ["12 Monkeys"]
+    assert not any(a.lower().startswith("a.k.a") for r in by_id.values() for a in r["aliases"])
+    # Rank-GRPO's "Sunset Boulevard" (1950) has no IMDb id; MovieLens' alias names one film, so
+    # it joins "Sunset Blvd." and its would-be id stays resolvable.
+    assert "mv:sunset-boulevard:1950" not in by_id
+    assert "mv:sunset-boulevard:1950" in by_id["imdb:tt0043014"]["merged_ids"]
+    kept = {m: i for i, r in by_id.items() for m in r["merged_ids"]}
+    assert len(kept) == sum(len(r["merged_ids"]) for r in by_id.values())  # one home each
+    assert not set(kept) & set(by_id)
+
+
 def test_goodbooks_titles_authors_years() -> None:
     books = load_goodbooks_catalog(C / "books/goodbooks-10k/books.csv", dataset="d")
     assert books.height == 10_000

@@ -43,6 +43,28 @@ def test_gazetteer_reports_years_and_surfaces() -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "year"),
+    [
+        ("The Thing 1982", 1982),  # bare, at the end of the text
+        ("The Thing (1982.) is great", 1982),  # more inside the bracket
+        ('"The Thing" (1982, Carpenter)', 1982),  # after the closing quote
+        ("The Thing - 1982, then Heat", 1982),
+        ("The Thing 2000 times", None),  # more words follow: not a year
+        ("The Thing 1980s remake", None),  # a decade
+        ("Arrival, 1982, Heat", None),  # after a comma: the next entry
+        ("The Thing\n1982", None),  # the next line
+    ],
+)
+def test_gazetteer_reads_a_year_written_loosely(text, year) -> None:
+    assert Gazetteer(CATALOG).find(text)[0].year == year
+
+
+def test_a_bare_year_that_is_a_title_is_the_next_title() -> None:
+    found = Gazetteer([*CATALOG, ("1917", "1917")]).find("Watch The Thing 1917.")
+    assert (found[0].item_id, found[0].year) == ("thing", None)
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("Some picks:\nHer\nUs\nHeat", ["her", "us", "heat"]),  # a capital on the next line

@@ -26,6 +26,7 @@ from remark_data.stages.extract import mention_prefix
 from remark_data.stages.extract.markup import mask_markup
 from remark_data.stages.extract.stance import read_stance
 from remark_data.stages.extract.words import COMMON_WORDS, FUNCTION_WORDS
+from remark_data.stages.extract.years import year_after
 from remark_data.stages.ground.matching import normalize_title
 
 # Glued punctuation splits tokens ("Rope(1948),", "Brick,Blood Simple", "mitty...its"); a
@@ -232,9 +233,8 @@ class Gazetteer:
         masked = mask_markup(text)
         found: list[Found] = []
         for candidate in self._vouch_by_neighbours(masked, self._candidates(text, masked)):
-            year_match = _YEAR_AFTER.match(masked, candidate.end)
+            year = year_after(masked, candidate.end, titles=self.keys)
             by_match = _BY_AFTER.match(masked, candidate.end)
-            year = int(year_match.group(1)) if year_match else None
             creator = by_match.group("creator") if by_match else None
             stance = read_stance(masked, candidate.start, candidate.end)
             for item_id in sorted(self.keys[candidate.key]):

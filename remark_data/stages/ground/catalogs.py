@@ -17,6 +17,7 @@ import polars as pl
 from remark_data.errors import RemarkError
 from remark_data.frames import with_normalized_key
 from remark_data.stages.ground.merge import merge_near_duplicates
+from remark_data.stages.ground.movielens import join_imdb_ids, movielens_titles
 from remark_data.stages.ground.pickles import load_restricted_pickle
 from remark_data.stages.scrape.spec import FileRefs, format_names
 
@@ -63,7 +64,7 @@ def load_rank_grpo_catalog(path: Path, *, dataset: str) -> pl.DataFrame:
 
 
 def _catalog_frame(frame: pl.DataFrame, *, dataset: str, kind: str) -> pl.DataFrame:
-    """(item_id, title, year, creator, aliases) -> the catalog table."""
+    """(item_id, title, year, creator, aliases[, merged_ids]) -> the catalog table."""
     return frame.select(
         pl.lit(dataset).alias("dataset"),
         "item_id",
@@ -73,44 +74,11 @@ def _catalog_frame(frame: pl.DataFrame, *, dataset: str, kind: str) -> pl.DataFr
         pl.col("aliases").cast(pl.List(pl.String)),
         pl.lit(kind).alias("kind"),
         pl.lit(None, dtype=pl.String).alias("scope"),
-        pl.lit([], dtype=pl.List(pl.String)).alias("merged_ids"),
-    )
-
-
-_ARTICLE_SUFFIX = r"^(?P<rest>.*), (?P<article>The|A|An|La|Le|Les|Il|Das|Der|Die|El|Los|L')$"
-
-
-def _movielens_titles(movies: Path, links: Path) -> pl.DataFrame:
-    """MovieLens "Title, The (Alt title) (1999)" -> title, year, alias, imdb id."""
-    frame = pl.read_csv(movies, schema_overrides={"movieId": pl.Int64}).join(
-        pl.read_csv(links, schema_overrides={"imdbId": pl.String, "movieId": pl.Int64}),
-        on="movieId",
-    )
-    parsed = frame.with_columns(
-        pl.col("title").str.extract(r"\((\d{4})\)\s*$", 1).cast(pl.Int64).alias("year"),
-        pl.col("title").str.replace(r"\s*\(\d{4}\)\s*$", "").str.strip_chars().alias("bare"),
-        pl.format("tt{}", pl.col("imdbId").str.zfill(7)).alias("imdb"),
-    ).with_columns(
-        pl.col("bare").str.extract(r"^(.*?)\s*\(([^()]*)\)$", 1).alias("main"),
-        pl.col("bare").str.extract(r"^(.*?)\s*\(([^()]*)\)$", 2).alias("alt"),
-    )
-
-    def flip(column: str) -> pl.Expr:  # "Matrix, The" -> "The Matrix"
-        return (
-            pl.when(pl.col(column).str.contains(_ARTICLE_SUFFIX))
-            .then(pl.col(column).str.replace(_ARTICLE_SUFFIX, "${article} ${rest}"))
-            .otherwise(pl.col(column))
-        )
-
-    return parsed.with_columns(pl.coalesce("main", "bare").alias("title"), pl.col("alt")).select(
-        flip("title").alias("title"),
-        "year",
-        "imdb",
-        pl.when(pl.col("alt").is_not_null())
-        .then(pl.concat_list(flip("alt")))
-        .otherwise(pl.lit([], dtype=pl.List(pl.String)))
-        .alias("aliases"),
-        pl.lit(0).alias("priority"),
+        (
+            pl.col("merged_ids").cast(pl.List(pl.String))
+            if "merged_ids" in frame.columns
+            else pl.lit([], dtype=pl.List(pl.String))
+        ).alias("merged_ids"),
     )
 
 
@@ -132,22 +100,18 @@ def load_movie_catalog(files: Mapping[str, Path], *, dataset: str) -> pl.DataFra
         "aliases",
         pl.lit(2).alias("priority"),
     )
-    movielens = _movielens_titles(files["movielens_movies"], files["movielens_links"])
+    movielens = movielens_titles(files["movielens_movies"], files["movielens_links"])
     rows = with_normalized_key(pl.concat([v1, rank, movielens], how="vertical_relaxed"), "title")
-    # A row without an IMDb id joins the IMDb group of the same key and year, when there is one.
-    known = (
-        rows.filter(pl.col("imdb").is_not_null())
-        .group_by("key", "year")
-        .agg(pl.col("imdb").first().alias("known_imdb"))
-    )
-    rows = rows.join(known, on=["key", "year"], how="left").with_columns(
-        pl.coalesce("imdb", "known_imdb").alias("imdb")
-    )
+    rows = join_imdb_ids(rows)
+    slug_id = pl.format("mv:{}:{}", pl.col("key").str.replace_all(" ", "-"), pl.col("year"))
     rows = rows.with_columns(
         pl.when(pl.col("imdb").is_not_null())
         .then(pl.format("imdb:{}", "imdb"))
-        .otherwise(pl.format("mv:{}:{}", pl.col("key").str.replace_all(" ", "-"), pl.col("year")))
-        .alias("item_id")
+        .otherwise(slug_id)
+        .alias("item_id"),
+        # The id a row joined by alias had before aliases joined (its own title's slug): kept
+        # in `merged_ids`, so ids handed out earlier (gold labels, published datasets) resolve.
+        pl.when(pl.col("by_alias")).then(slug_id).alias("slug_id"),
     )
     merged = (
         rows.sort("priority")
@@ -159,8 +123,12 @@ def load_movie_catalog(files: Mapping[str, Path], *, dataset: str) -> pl.DataFra
             .list.explode(keep_nulls=False, empty_as_null=False)
             .unique(maintain_order=True)
             .alias("names"),
+            pl.col("slug_id").drop_nulls().unique(maintain_order=True).alias("merged_ids"),
         )
-        .with_columns(pl.col("names").list.set_difference(pl.concat_list("title")).alias("aliases"))
+        .with_columns(
+            pl.col("names").list.set_difference(pl.concat_list("title")).alias("aliases"),
+            pl.col("merged_ids").list.set_difference(pl.concat_list("item_id")),
+        )
         .with_columns(pl.lit(None, dtype=pl.String).alias("creator"))
     )
     return _catalog_frame(merged, dataset=dataset, kind="movie")

@@ -2,13 +2,13 @@
 ("Se7en" 1995 and "Se7en." 1995), a year apart ("Blue Ruin" 2013 and 2014), or under a name
 variant ("Arcade Fire" and "The Arcade Fire" on Last.fm).
 
-Items merge when they share kind and normalised title, their years are within `year_window` of
-each other (or both unknown), and their ids and creators are compatible: at most one IMDb id
-(two IMDb ids are two films, however alike), at most one creator, and, when the years differ,
-ids from more than one source (one source listing "Love" 2015 and "Love" 2016 means two works;
-two sources disagreeing by a year about one title usually mean one). The kept item is the first
-in catalog order with an IMDb id preferred; it takes the others' names as aliases and lists
-their ids in `merged_ids`, so every merge is visible in the catalog table.
+Items merge when they share kind and normalised title, their years are within `year_window` of each
+other (or both unknown), and their ids and creators are compatible: at most one IMDb id (two IMDb
+ids are two films, however alike), at most one creator, and, when the years differ, ids from more
+than one source (one source listing "Love" 2015 and "Love" 2016 means two works; two sources
+disagreeing by a year about one title usually mean one). The kept item is the first in catalog
+order with an IMDb id preferred; it takes the others' names as aliases and lists their ids (and ids
+merged into them at load) in `merged_ids`, so every merge is visible in the catalog table.
 """
 
 from __future__ import annotations
@@ -77,9 +77,15 @@ def merge_near_duplicates(catalog: pl.DataFrame, *, year_window: int = 1) -> pl.
             .list.explode(keep_nulls=False, empty_as_null=False)
             .unique(maintain_order=True)
             .alias("names"),
-            pl.col("item_id").slice(1).alias("merged_ids"),
+            pl.concat_list("item_id", "merged_ids")
+            .list.explode(keep_nulls=False, empty_as_null=False)
+            .unique(maintain_order=True)
+            .alias("merged_ids"),
         )
-        .with_columns(pl.col("names").list.set_difference(pl.concat_list("title")).alias("aliases"))
+        .with_columns(
+            pl.col("names").list.set_difference(pl.concat_list("title")).alias("aliases"),
+            pl.col("merged_ids").list.set_difference(pl.concat_list("item_id")),
+        )
     )
     return (
         pl.concat([alone.select(*columns, "order"), folded.select(*columns, "order")])
