@@ -81,12 +81,10 @@ def _current_ids(wanted: pl.DataFrame, catalog: pl.DataFrame) -> pl.DataFrame:
     >>> _current_ids(wanted, catalog)["key"].to_list()
     ['imdb:tt1', 'imdb:tt2', 'title:b']
     """
-    kept = (
-        catalog.select("item_id", key="merged_ids")
-        .explode("key")
-        .drop_nulls("key")
-        .unique("key", keep="first")
-    )
+    kept = catalog.select("item_id", key="merged_ids").explode("key").drop_nulls("key")
+    if not kept["key"].is_unique().all():
+        twice = kept.filter(kept["key"].is_duplicated())["key"].unique().sort().to_list()
+        raise RemarkError(f"catalog lists merged ids under two items: {twice[:5]}")
     return (
         wanted.join(kept, on="key", how="left")
         .with_columns(pl.coalesce("item_id", "key").alias("key"))

@@ -34,6 +34,8 @@ def test_wordnet_pairs_synonyms_by_their_most_frequent_sense() -> None:
     # "to mother" and "to father" share a rarer verb sense only.
     assert wordnet.score("mother", "father") == 0.0
     assert wordnet.score("bread", "cabbage") == 0.0  # both slang for money, not first senses
+    # normalize_title keeps "_", so a phrase may arrive half-joined; it is still looked up.
+    assert wordnet.score("a_la carte", "a la carte") == 1.0
 
 
 def test_wordnet_index_stays_out_of_the_garbage_collectors_walk() -> None:

@@ -46,14 +46,33 @@ def test_movielens_alternative_titles_and_the_rows_they_absorb() -> None:
     # MovieLens' "a.k.a." marker is not part of one.
     assert set(by_id["imdb:tt0110413"]["aliases"]) >= {"The Professional", "Léon"}
     assert by_id["imdb:tt0114746"]["aliases"] == ["12 Monkeys"]
+    glued = [r for r in by_id.values() if r["title"] == "Frontière(s)"]  # "(s)" is no alias
+    assert len(glued) == 1 and glued[0]["aliases"] == []
     assert not any(a.lower().startswith("a.k.a") for r in by_id.values() for a in r["aliases"])
     # Rank-GRPO's "Sunset Boulevard" (1950) has no IMDb id; MovieLens' alias names one film, so
     # it joins "Sunset Blvd." and its would-be id stays resolvable.
     assert "mv:sunset-boulevard:1950" not in by_id
     assert "mv:sunset-boulevard:1950" in by_id["imdb:tt0043014"]["merged_ids"]
+    # A Rank-GRPO row that finds its IMDb film by title keeps its own id there too.
+    assert "mv:ivans-childhood:1962" in by_id["imdb:tt0056111"]["merged_ids"]
     kept = {m: i for i, r in by_id.items() for m in r["merged_ids"]}
     assert len(kept) == sum(len(r["merged_ids"]) for r in by_id.values())  # one home each
     assert not set(kept) & set(by_id)
+
+
+def test_every_gold_catalog_id_is_an_item_or_a_merged_id() -> None:
+    """The movies dev gold was labelled against an earlier catalog; each id it names must still
+    lead to an item, directly or through `merged_ids` (as `remark eval` follows them)."""
+    from remark_data.evaluate.gold import read_gold
+    from remark_data.stages.ground.merge import merge_near_duplicates
+    from tests.conftest import REPO
+
+    catalog = merge_near_duplicates(load_movie_catalog(MOVIE_FILES, dataset="d"))
+    known = set(catalog["item_id"]) | set(catalog["merged_ids"].explode().drop_nulls())
+    gold = read_gold(REPO / "tests/data/movies_dev_gold.jsonl")
+    ids = {t.item_id for c in gold for t in c.titles if t.in_catalog == "yes" and t.item_id}
+    assert len(ids) > 400
+    assert ids <= known, sorted(ids - known)
 
 
 def test_goodbooks_titles_authors_years() -> None:

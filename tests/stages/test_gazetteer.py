@@ -53,6 +53,10 @@ def test_gazetteer_reports_years_and_surfaces() -> None:
         ("The Thing 1980s remake", None),  # a decade
         ("Arrival, 1982, Heat", None),  # after a comma: the next entry
         ("The Thing\n1982", None),  # the next line
+        ("The Thing (2019 rewatch)", None),  # a note, not a release year
+        ("The Thing (1920 x 1080)", None),
+        ("The Thing 2019.05.01", None),  # a date
+        ("The Thing\n(2020 edit: also Heat)", None),
     ],
 )
 def test_gazetteer_reads_a_year_written_loosely(text, year) -> None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import re
 from collections.abc import Container
 
-# Looser than the gazetteer's evidence (a year in brackets right after): a closing quote or emphasis
-# may come first, the bracket may hold more ("(1963.)", "(1963, Wise)"), or the year may stand
-# bare at the end of a clause ("The Wicker Man 1973", "Heat - 1995,"), not before more words
-# ("Up 2000 times"), as a decade ("1980s"), after a comma or on the next line, or when it is a
-# title itself ("Midsommar 1917": the next title).
+# Looser than the gazetteer's evidence (a year in brackets right after): a closing quote or
+# emphasis may come first; on the same line the bracket may end the year with a dot or add a
+# name after a comma ("(1963.)", "(1963, Wise)", not "(2019 rewatch)" or "(1920 x 1080)"), or
+# the year may stand bare at the end of a clause ("The Wicker Man 1973", "Heat - 1995,"), not
+# before more words ("Up 2000 times"), as a decade ("1980s") or a date ("2019.05.01"), after a
+# comma or on the next line, or when it is a title itself ("Midsommar 1917": the next title).
+_YEAR = r"((?:1[89]|20)\d{2})"
 _YEAR_READ = re.compile(
-    r"[\"'“”’*_]*+(?:\s*+[\(\[]\s*((?:1[89]|20)\d{2})\b[^()\[\]\n]{0,40}?[\)\]]"
-    r"|[^\S\n]*[–—-]?[^\S\n]*((?:1[89]|20)\d{2})(?=[^\S\n]*(?:$|[.,;!?)\]\n]|\s(?:and|or)\b)))"
+    r"[\"'“”’*_]*+(?:\s*+[\(\[]\s*" + _YEAR + r"\s*[\)\]]"
+    r"|[^\S\n]*+[\(\[][^\S\n]*" + _YEAR + r"(?:\.|[,;][^()\[\]\n]{1,40}?)[^\S\n]*[\)\]]"
+    r"|[^\S\n]*[–—-]?[^\S\n]*" + _YEAR + r"(?=[^\S\n]*(?:$|[,;!?)\]\n]|\.(?!\d)|\s(?:and|or)\b)))"
 )
 
 
@@ -26,6 +29,6 @@ def year_after(text: str, end: int, *, titles: Container[str]) -> int | None:
     True
     """
     found = _YEAR_READ.match(text, end)
-    if found is None or (found.group(1) is None and found.group(2) in titles):
+    if found is None or (found.group(3) is not None and found.group(3) in titles):
         return None
-    return int(found.group(1) or found.group(2))
+    return int(found.group(1) or found.group(2) or found.group(3))

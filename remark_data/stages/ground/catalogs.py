@@ -109,9 +109,10 @@ def load_movie_catalog(files: Mapping[str, Path], *, dataset: str) -> pl.DataFra
         .then(pl.format("imdb:{}", "imdb"))
         .otherwise(slug_id)
         .alias("item_id"),
-        # The id a row joined by alias had before aliases joined (its own title's slug): kept
-        # in `merged_ids`, so ids handed out earlier (gold labels, published datasets) resolve.
-        pl.when(pl.col("by_alias")).then(slug_id).alias("slug_id"),
+        # The slug id of a row that found its IMDb film through another row: kept in
+        # `merged_ids`, so an id handed out while it stood alone (gold labels, published
+        # datasets, catalogs parsed before) still resolves.
+        pl.when(pl.col("joined_imdb")).then(slug_id).alias("slug_id"),
     )
     merged = (
         rows.sort("priority")

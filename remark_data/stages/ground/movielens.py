@@ -37,9 +37,9 @@ def movielens_titles(movies: Path, links: Path) -> pl.DataFrame:
     ).with_columns(
         # Every trailing "(…)" is another name: "Léon: The Professional (a.k.a. The
         # Professional) (Léon)"; "a.k.a." is MovieLens' marker, not part of the name.
-        pl.col("bare").str.extract(r"^(.*?)((?:\s*\([^()]*\))+)$", 1).alias("main"),
+        pl.col("bare").str.extract(r"^(.*?)((?:\s+\([^()]*\))+)$", 1).alias("main"),
         pl.col("bare")
-        .str.extract(r"^(.*?)((?:\s*\([^()]*\))+)$", 2)
+        .str.extract(r"^(.*?)((?:\s+\([^()]*\))+)$", 2)
         .str.extract_all(r"\([^()]*\)")
         .list.eval(pl.element().str.strip_chars("() ").str.replace(r"(?i)^a\.k\.a\.?\s*", ""))
         .alias("alt"),
@@ -59,7 +59,7 @@ def movielens_titles(movies: Path, links: Path) -> pl.DataFrame:
 
 def join_imdb_ids(rows: pl.DataFrame) -> pl.DataFrame:
     """Rows (key, year, imdb, aliases) with `imdb` filled where another row of the same film
-    has one, and `by_alias`: whether the film was found by an alias rather than the title.
+    has one, and `joined_imdb`: whether it was filled so.
 
     A row without an IMDb id joins the IMDb group of the same key and year, when there is one:
     by title, else by an alias that names one IMDb film ("Sunset Boulevard", 1950, is
@@ -78,14 +78,11 @@ def join_imdb_ids(rows: pl.DataFrame) -> pl.DataFrame:
         .with_columns(pl.col("known_imdb").list.first())
         .join(by_title, on=["key", "year"], how="anti")
     )
-    known = pl.concat(
-        [by_title.with_columns(by_alias=pl.lit(False)), by_alias.with_columns(by_alias=True)]
-    )
     return (
-        rows.join(known, on=["key", "year"], how="left")
+        rows.join(pl.concat([by_title, by_alias]), on=["key", "year"], how="left")
         .with_columns(
             pl.coalesce("imdb", "known_imdb").alias("imdb"),
-            (pl.col("imdb").is_null() & pl.col("by_alias")).fill_null(False).alias("by_alias"),
+            (pl.col("imdb").is_null() & pl.col("known_imdb").is_not_null()).alias("joined_imdb"),
         )
         .drop("known_imdb")
     )

@@ -100,7 +100,7 @@ class WordNet:
     def synsets(self, phrase: str) -> frozenset[int]:
         """The synsets of a word or phrase and of its base forms ("mice" -> mouse)."""
         form = phrase.replace(" ", "_")
-        if form != phrase and phrase.partition(" ")[0] not in self._phrase_heads:
+        if "_" in form and form.partition("_")[0] not in self._phrase_heads:
             return frozenset()
         bases = {form, *self._exceptions.get(form, ())}
         for length in _SUFFIX_LENGTHS:
