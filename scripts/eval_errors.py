@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from remark_data.evaluate.gold import gold_key, read_gold
+from remark_data.evaluate.gold import gold_key, merged_into, read_gold
 from remark_data.runner import RunFolder
 from remark_data.schemas import MATCHED_STATUSES
 from remark_data.stages.extract.stage import comment_texts
@@ -31,12 +31,18 @@ def main(pipeline: str, gold_path: Path, out: Path) -> None:
         .filter(pl.col("role") == "response")
     )
     by_comment = found.partition_by("comment_id", as_dict=True)
-    catalog = dict(run.read("ground", "catalog").select("item_id", "title").iter_rows())
+    catalog_table = run.read("ground", "catalog")
+    catalog = dict(catalog_table.select("item_id", "title").iter_rows())
+    kept = merged_into(catalog_table)  # gold ids labelled before a merge, as `remark eval`
     with out.open("w") as sink:
         for comment in read_gold(gold_path):
             if comment.dataset != pipeline:
                 continue
-            wanted = {gold_key(t): t for t in comment.titles if t.stance == "recommended"}
+            wanted = {
+                kept.get(gold_key(t), gold_key(t)): t
+                for t in comment.titles
+                if t.stance == "recommended"
+            }
             ours = by_comment.get((comment.comment_id,), pl.DataFrame())
             matched = ours.filter(pl.col("status").is_in(MATCHED_STATUSES)) if ours.height else ours
             items = {} if not matched.height else {

@@ -94,3 +94,17 @@ def gold_frame(comments: list[GoldComment]) -> pl.DataFrame:
     ]
     schema = ["dataset", "request_id", "comment_id", "key", "surface_key"]
     return pl.DataFrame(rows, schema=schema, orient="row").unique(maintain_order=True)
+
+
+def merged_into(catalog: pl.DataFrame) -> dict[str, str]:
+    """Each id in the catalog's `merged_ids` -> the item it was merged into, so gold labelled
+    against an earlier catalog still names an item. RemarkError if one id has two homes.
+
+    >>> merged_into(pl.DataFrame({"item_id": ["imdb:tt1"], "merged_ids": [["mv:a:1962"]]}))
+    {'mv:a:1962': 'imdb:tt1'}
+    """
+    pairs = catalog.select("item_id", merged="merged_ids").explode("merged").drop_nulls("merged")
+    twice = pairs.filter(pl.col("merged").is_duplicated())["merged"].unique().sort().to_list()
+    if twice:
+        raise RemarkError(f"catalog lists merged ids under two items: {twice[:5]}")
+    return dict(zip(pairs["merged"], pairs["item_id"], strict=True))

@@ -8,8 +8,8 @@ import polars as pl
 
 from remark_data.config import Project
 from remark_data.errors import RemarkError
-from remark_data.evaluate.gold import gold_frame, read_gold
-from remark_data.evaluate.grounding import read_grounding_gold, score_grounding
+from remark_data.evaluate.gold import gold_frame, merged_into, read_gold
+from remark_data.evaluate.grounding import GoldMention, read_grounding_gold, score_grounding
 from remark_data.evaluate.scoring import score
 from remark_data.runner import RunFolder
 from remark_data.schemas import MATCHED_STATUSES
@@ -41,15 +41,15 @@ def evaluate_run(
         row = evaluate_answers(asked, list(to_trl_dataset(asked)), answers, draws=draws, seed=seed)
         return pl.DataFrame([row]).with_columns(pl.lit(pipeline).alias("dataset"))
     if kind == "mention":
-        labelled = [m for m in read_grounding_gold(gold) if m.dataset == pipeline]
-        if not labelled:
-            raise RemarkError(f"{gold}: no gold mentions for dataset {pipeline!r}")
+        labelled = _grounding_gold(gold, pipeline, merged_into(folder.read("ground", "catalog")))
         row = score_grounding(groundings, labelled, draws=draws, seed=seed)
         return pl.DataFrame([row]).with_columns(pl.lit(pipeline).alias("dataset"))
     wanted = gold_frame([c for c in read_gold(gold) if c.dataset == pipeline])
     if wanted.is_empty():
         raise RemarkError(f"{gold}: no gold comments for dataset {pipeline!r}")
-    wanted = _current_ids(wanted, folder.read("ground", "catalog"))
+    # Gold labelled against an earlier catalog: ids merged since name the kept item.
+    kept = merged_into(folder.read("ground", "catalog"))
+    wanted = wanted.with_columns(pl.col("key").replace(kept))
     requests = wanted.select("request_id").unique()
     union = (
         labels.join(requests, on="request_id")
@@ -73,23 +73,21 @@ def evaluate_run(
     return pl.DataFrame(rows).with_columns(pl.lit(pipeline).alias("dataset"))
 
 
-def _current_ids(wanted: pl.DataFrame, catalog: pl.DataFrame) -> pl.DataFrame:
-    """Gold keys naming an item the catalog has since merged into another, as the kept item.
-
-    >>> catalog = pl.DataFrame({"item_id": ["imdb:tt1"], "merged_ids": [["mv:a:1962"]]})
-    >>> wanted = pl.DataFrame({"key": ["mv:a:1962", "imdb:tt2", "title:b"]})
-    >>> _current_ids(wanted, catalog)["key"].to_list()
-    ['imdb:tt1', 'imdb:tt2', 'title:b']
-    """
-    kept = catalog.select("item_id", key="merged_ids").explode("key").drop_nulls("key")
-    if not kept["key"].is_unique().all():
-        twice = kept.filter(kept["key"].is_duplicated())["key"].unique().sort().to_list()
-        raise RemarkError(f"catalog lists merged ids under two items: {twice[:5]}")
-    return (
-        wanted.join(kept, on="key", how="left")
-        .with_columns(pl.coalesce("item_id", "key").alias("key"))
-        .drop("item_id")
-    )
+def _grounding_gold(gold: Path, pipeline: str, kept: dict[str, str]) -> list[GoldMention]:
+    """The pipeline's gold mentions, their ids merged since labelling named as the kept item."""
+    labelled = [
+        m.model_copy(
+            update={
+                "item_id": kept.get(m.item_id, m.item_id) if m.item_id else None,
+                "alt_item_ids": [kept.get(i, i) for i in m.alt_item_ids],
+            }
+        )
+        for m in read_grounding_gold(gold)
+        if m.dataset == pipeline
+    ]
+    if not labelled:
+        raise RemarkError(f"{gold}: no gold mentions for dataset {pipeline!r}")
+    return labelled
 
 
 def _gold_kind(gold: Path) -> str:

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from remark_data.errors import RemarkError
-from remark_data.evaluate.gold import gold_frame, read_gold
+from remark_data.evaluate.gold import gold_frame, merged_into, read_gold
 from remark_data.evaluate.grounding import read_grounding_gold
 from remark_data.evaluate.run import evaluate_run
 from remark_data.evaluate.scoring import score
@@ -91,3 +91,11 @@ def test_bad_grounding_gold_lines_name_file_and_line(tmp_path) -> None:
     path.write_text(json.dumps({**good, "cause": "typo"}) + "\n")
     with pytest.raises(RemarkError, match=r"music.jsonl:1: cause"):
         read_grounding_gold(path)
+
+
+def test_a_merged_id_under_two_items_is_an_error() -> None:
+    catalog = pl.DataFrame(
+        {"item_id": ["imdb:tt1", "imdb:tt2"], "merged_ids": [["mv:a:1962"], ["mv:a:1962", "x"]]}
+    )
+    with pytest.raises(RemarkError, match=r"under two items: \['mv:a:1962'\]"):
+        merged_into(catalog)
