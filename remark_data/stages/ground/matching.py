@@ -40,6 +40,7 @@ _STOPWORDS = frozenset([
 ])
 # fmt: on
 
+_NamesBySense = dict[object, list[tuple[str, tuple[str, ...], frozenset[object]]]]
 _ARTICLES = ("the", "a", "an")
 _TRAILING_ARTICLE = re.compile(r",\s*(the|a|an)$")
 _YEAR_SUFFIX = re.compile(r"^\s*(?P<title>.*?)\s*[\(\[](?P<year>\d{4})[\)\]]\s*$")
@@ -149,9 +150,7 @@ class TitleMatcher:
                     self._by_lemma.setdefault(key, set()).add(item_id)
         self._names = [(item_id, name) for item_id, name, _ in names]
         # Per-step views of the names, built on a step's first use.
-        self._name_senses: (
-            dict[object, list[tuple[str, tuple[str, ...], frozenset[object]]]] | None
-        ) = None
+        self._names_by_sense: _NamesBySense | None = None
         self._by_shape: dict[tuple[int, str], list[tuple[str, str, tuple[str, ...]]]] | None = None
         self._name_vectors: Any = None
         self._cache: dict[tuple[str, int | None], str | None] = {}
@@ -191,20 +190,20 @@ class TitleMatcher:
         from remark_data.stages.ground.wordnet import WordNet
 
         wordnet = WordNet.load()
-        if self._name_senses is None:
-            self._name_senses = {}
+        if self._names_by_sense is None:
+            self._names_by_sense = by_sense = _NamesBySense()
             for name in self._by_lemma:
                 name_words = tuple(name.split())
                 name_senses = wordnet.senses(name_words)
                 for sense in name_senses:
-                    self._name_senses.setdefault(sense, []).append((name, name_words, name_senses))
+                    by_sense.setdefault(sense, []).append((name, name_words, name_senses))
         words = tuple(key.split())
         senses = wordnet.senses(words)
         # Only names sharing a sense can score; at a full score every word of both must pair.
         candidates = {
             name: (name_words, name_senses)
             for sense in senses
-            for name, name_words, name_senses in self._name_senses.get(sense, ())
+            for name, name_words, name_senses in self._names_by_sense.get(sense, ())
         }
         full = self.wordnet_min_score >= 1.0
         scores = {
