@@ -31,31 +31,37 @@ from remark_data.stages.ground.matching import MATCH_STEPS, MatchStep, TitleMatc
 from tests.conftest import make_project
 
 CLUSTER_COLUMNS = ["item_id", "title", "aliases"]
-Question = list[tuple[str, list[str]]]  # (cluster id, its distinct answer strings)
+# The question's text (the matcher's context), then (cluster id, its distinct answer strings).
+Question = tuple[str, list[tuple[str, list[str]]]]
 
 
-def questions(clusters: pl.DataFrame) -> list[Question]:
+def questions(clusters: pl.DataFrame, prompts: dict[str, str]) -> list[Question]:
     """`clusters`: scope (question), item_id, title, aliases (its answer strings)."""
     return [
-        [(i, list(dict.fromkeys([t, *a]))) for i, t, a in q.select(CLUSTER_COLUMNS).rows()]
+        (
+            prompts[q["scope"][0]],
+            [(i, list(dict.fromkeys([t, *a]))) for i, t, a in q.select(CLUSTER_COLUMNS).rows()],
+        )
         for q in clusters.partition_by("scope")
     ]
 
 
-def _matcher(names: list[tuple[str, str]], steps: tuple[MatchStep, ...]) -> TitleMatcher:
-    return TitleMatcher([(i, n, None) for i, n in names], steps=steps)
+def _matcher(
+    names: list[tuple[str, str]], steps: tuple[MatchStep, ...], context: str
+) -> TitleMatcher:
+    return TitleMatcher([(i, n, None) for i, n in names], steps=steps, context=context)
 
 
 def leave_one_out(data: list[Question], steps: tuple[MatchStep, ...]) -> dict[str, int]:
     counts = {"right": 0, "false": 0, "missed": 0}
-    for question in data:
+    for context, question in data:
         for cluster_id, strings in question:
             if len(strings) < 2:
                 continue  # nothing left to match a lone string against
             others = [(i, s) for i, ss in question if i != cluster_id for s in ss]
             for held_out in strings:
                 rest = [(cluster_id, s) for s in strings if s != held_out]
-                found = _matcher(rest + others, steps).match(held_out)
+                found = _matcher(rest + others, steps, context).match(held_out)
                 key = "missed" if found is None else "right" if found == cluster_id else "false"
                 counts[key] += 1
     return counts
@@ -63,26 +69,28 @@ def leave_one_out(data: list[Question], steps: tuple[MatchStep, ...]) -> dict[st
 
 def leave_cluster_out(data: list[Question], steps: tuple[MatchStep, ...]) -> dict[str, int]:
     counts = {"false": 0, "unmatched": 0}
-    for question in data:
+    for context, question in data:
         for cluster_id, strings in question:
             others = [(i, s) for i, ss in question if i != cluster_id for s in ss]
-            matcher = _matcher(others, steps)
+            matcher = _matcher(others, steps, context)
             for held_out in strings:
                 counts["unmatched" if matcher.match(held_out) is None else "false"] += 1
     return counts
 
 
-def dev_clusters() -> pl.DataFrame:
+def dev_questions() -> list[Question]:
     with tempfile.TemporaryDirectory() as tmp:
         project = make_project(Path(tmp) / "p")
         spec = load_pipeline_spec(project.pipeline_path("protoqa"))
         PipelineRun(spec=spec, project=project).run(stages=("scrape",))
-        catalog = RunFolder(project.runs_dir / "protoqa").read("scrape", "catalog")
-    return catalog.filter(~pl.col("scope").str.starts_with("train_"))
+        folder = RunFolder(project.runs_dir / "protoqa")
+        catalog, requests = folder.read("scrape", "catalog"), folder.read("scrape", "requests")
+    prompts = dict(requests.select("request_id", "prompt").iter_rows())
+    return questions(catalog.filter(~pl.col("scope").str.starts_with("train_")), prompts)
 
 
 def main() -> None:
-    data = questions(dev_clusters())
+    data = dev_questions()
     result: dict[str, object] = {"bench": "answer_matching"}
     print("| match_steps | held-out strings: accuracy | false | missed "
           "| held-out clusters: false | seconds |")  # fmt: skip

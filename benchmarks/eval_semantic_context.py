@@ -1,5 +1,6 @@
-"""The semantic step's cut-offs, with and without the question before each text, on the
-human-judged ProtoQA answers (tests/data/protoqa_answer_gold.jsonl).
+"""The semantic step's cut-offs on the human-judged ProtoQA answers
+(tests/data/protoqa_answer_gold.jsonl): with and without the question before each text, and the
+matcher's own rule with and without lexical support.
 
     python benchmarks/eval_semantic_context.py   # needs `make models`
 
@@ -7,8 +8,10 @@ Each gold answer goes first through the string steps (normalized, lemma, wordnet
 its question's clusters; what they leave is matched by sentence embedding to the cluster of the
 most similar string, given a cut-off (similarity) and a margin over every other cluster. Right:
 the gold cluster, or nothing for an answer no cluster holds; false: any other match. Rows are
-printed for margins 0.05 and 0.1; the last line is one JSON object with the best accuracy at
-≤ 2% false matches per variant.
+printed for margins 0.05 and 0.1. Then `TitleMatcher`'s semantic step itself (context: the
+question) over a grid of the lexically supported cut-off and margin, the plain rule fixed at
+0.65 / 0.1; "off" turns the supported rule off. The last line is one JSON object with the best
+accuracy at ≤ 2% false matches per variant and the grid.
 """
 
 from __future__ import annotations
@@ -87,7 +90,28 @@ def main() -> None:
                 if false_share <= 0.02 and accuracy > best.get(key, {}).get("accuracy", 0.0):
                     best[key] = {"cutoff": cutoff, "accuracy": round(accuracy, 4),
                                  "false_match_share": round(false_share, 4)}  # fmt: skip
-    print(json.dumps({"bench": "semantic_context", "answers": len(gold), "best": best}))
+    grid: dict[str, dict[str, float]] = {}
+    for supported_similarity in (None, 0.5, 0.55, 0.6):
+        for supported_margin in (0.0, 0.05) if supported_similarity else (1.0,):
+            ok = bad = 0
+            for qid, (question, clusters) in questions.items():
+                matcher = TitleMatcher(
+                    [(cid, s, None) for cid, strings in clusters.items() for s in strings],
+                    steps=(*STRING_STEPS, "semantic"),
+                    semantic_supported_similarity=supported_similarity or 2.0,
+                    semantic_supported_margin=supported_margin,
+                    context=question,
+                )
+                for answer in (g for g in gold if g.question_id == qid):
+                    found = matcher.match(answer.answer)
+                    ok += found == answer.cluster
+                    bad += found is not None and found != answer.cluster
+            key = f"supported {supported_similarity or 'off'} / {supported_margin}"
+            grid[key] = {"accuracy": round(ok / len(gold), 4),
+                         "false_match_share": round(bad / len(gold), 4)}  # fmt: skip
+            print(f"{key}: accuracy {ok / len(gold):.3f}, false matches {bad / len(gold):.3f}")
+    print(json.dumps({"bench": "semantic_context", "answers": len(gold), "best": best,
+                      "supported_rule": grid}))  # fmt: skip
 
 
 if __name__ == "__main__":

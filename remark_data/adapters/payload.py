@@ -17,8 +17,10 @@ from remark_data.rewards import (
 
 
 def label_payload(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON-able labels of one `labels` row."""
-    return {
+    """The JSON-able labels of one `labels` row; with the semantic match step, the request
+    text too (its words are no match evidence: `TitleMatcher`)."""
+    match_steps = list(row.get("match_steps") or ("normalized",))
+    payload = {
         "request_id": row["request_id"],
         "dataset": row["dataset"],
         "items": [
@@ -35,8 +37,11 @@ def label_payload(row: Mapping[str, Any]) -> dict[str, Any]:
         "responder_item_ids": [list(ids) for ids in row["responder_item_ids"]],
         "seen_item_ids": list(row["seen_item_ids"]),
         "seen_titles": list(row["seen_titles"]),
-        "match_steps": list(row.get("match_steps") or ("normalized",)),
+        "match_steps": match_steps,
     }
+    if "semantic" in match_steps:
+        payload["prompt"] = row["prompt"]
+    return payload
 
 
 def conversational_prompt() -> Any:

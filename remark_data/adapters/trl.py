@@ -74,13 +74,18 @@ def to_trl_dataset(labels: pl.DataFrame) -> datasets.Dataset:
     return datasets.Dataset(frame.to_arrow())
 
 
-def _rows(kwargs: dict[str, Any], n: int) -> list[dict[str, Any] | None]:
+def _rows(
+    prompts: Sequence[Any] | None, kwargs: dict[str, Any], n: int
+) -> list[dict[str, Any] | None]:
     rows: list[dict[str, Any] | None] = []
     for index in range(n):
         if kwargs.get("responder_item_ids") is None or kwargs["responder_item_ids"][index] is None:
             rows.append(None)
             continue
-        rows.append({c: kwargs[c][index] for c in _LABEL_COLUMNS if kwargs.get(c) is not None})
+        row = {c: kwargs[c][index] for c in _LABEL_COLUMNS if kwargs.get(c) is not None}
+        if prompts is not None:  # the request: its words are no match evidence (`TitleMatcher`)
+            row["prompt"] = prompts[index]
+        rows.append(row)
     return rows
 
 
@@ -104,7 +109,7 @@ class RewardFunction:
         self, prompts: Sequence[Any] | None, completions: Sequence[Any], **kwargs: Any
     ) -> list[Any]:
         score = self.scorer.per_rank if self.per_rank else self.scorer.scalar
-        rows = _rows(kwargs, len(completions))
+        rows = _rows(prompts, kwargs, len(completions))
         return [
             None if row is None else score(completion_text(completion), row)
             for completion, row in zip(completions, rows, strict=True)

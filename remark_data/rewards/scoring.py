@@ -64,6 +64,7 @@ class ListScorer:
             year_tolerance=self.year_tolerance,
             aliases=((i["item_id"], a) for i in items for a in i.get("aliases") or ()),
             steps=row.get("match_steps") or ("normalized",),
+            context=prompt_text(row.get("prompt")),
         )
         seen_keys = frozenset(normalize_title(t) for t in row.get("seen_titles") or ())
         prepared = (matcher, labels, seen_keys)
@@ -117,6 +118,17 @@ class ListScorer:
         """Per-rank rewards of one completion against one label row; seen titles never pay."""
         item_ids, labels = self._ground_ranks(text, row)
         return rank_rewards(item_ids, labels, reward=reward, shape=shape, responder=responder)
+
+
+def prompt_text(prompt: str | Sequence[Mapping[str, Any]] | None) -> str:
+    """The request text of a row's `prompt`: a string, or chat messages (their user turns).
+
+    >>> prompt_text([{"role": "user", "content": "Name a pet."}])
+    'Name a pet.'
+    """
+    if prompt is None or isinstance(prompt, str):
+        return prompt or ""
+    return "\n".join(str(m.get("content", "")) for m in prompt if m.get("role", "user") == "user")
 
 
 def completion_text(completion: str | Sequence[Mapping[str, Any]]) -> str:

@@ -67,7 +67,7 @@ def _check(labels: pl.DataFrame, completions: dict[str, list[str]], tmp_path) ->
             text, row = completions[request_id][k], exported[request_id]
             if trainer == "trl":
                 columns = {c: [v] for c, v in row.items() if c != "prompt"}
-                (got,) = trl_reward(prompts=["p"], completions=[text], **columns)
+                (got,) = trl_reward(prompts=[row["prompt"]], completions=[text], **columns)
             elif trainer == "verl":
                 got = compute_score(row["data_source"], text, row["reward_model"]["ground_truth"])
             else:

@@ -35,7 +35,8 @@ def test_answer_gold_through_the_trainer_path(built_project) -> None:
     assert report["answers"] == 1034 and report["questions"] == 52
     assert report["accuracy"] == report["diagnose_accuracy"]
     assert report["accuracy"] >= _exact_accuracy() + 0.1
-    assert report["false_match_share"] <= 0.03
+    # The target on unseen answers, held here on the project's own gold.
+    assert report["accuracy"] >= 0.80 and report["false_match_share"] <= 0.02
     steps = {k.split(".", 1)[1]: v for k, v in report.items() if k.startswith("matched_by.")}
     assert set(steps) == {"normalized", "lemma", "wordnet", "fuzzy", "semantic"}
     assert steps["normalized"] > 0 and steps["semantic"] > 0

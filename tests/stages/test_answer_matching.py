@@ -131,6 +131,37 @@ def test_semantic_step_reaches_paraphrases_and_leaves_novel_answers() -> None:
     assert matcher.matched_by["semantic"] == 2
 
 
+def _question_text(qid: str) -> str:
+    for line in (CORPUS / "protoqa/dev.crowdsourced.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["metadata"]["id"] == qid:
+            return record["question"]["original"]
+    raise AssertionError(qid)
+
+
+def test_semantic_step_takes_a_closer_call_when_a_word_of_its_own_agrees() -> None:
+    """Real dev question r2q25 (why prefer a cat over a dog): "cats are calmer" is most similar
+    to the calm cluster but not 0.1 ahead of the next; "calm" is a word of that cluster alone,
+    so the supported rule takes it. The same word in the request is no evidence."""
+    names, question = _question("r2q25"), _question_text("r2q25")
+    plain = TitleMatcher(names, steps=MATCH_STEPS, semantic_supported_similarity=2.0)
+    assert plain.match("cats are calmer") is None
+    supported = TitleMatcher(names, steps=MATCH_STEPS, context=question)
+    assert supported.match("cats are calmer") == "r2q25.0"
+    assert supported.matched_by["semantic"] == 1
+    in_request = TitleMatcher(names, steps=MATCH_STEPS, context=question + " Are they calmer?")
+    assert in_request.match("cats are calmer") is None
+
+
+def test_a_word_of_the_question_does_not_support_a_match() -> None:
+    """Real dev question r2q9 (complaints about a gym instructor): the answer "instructors",
+    judged invalid, shares only the question's own word with "instructors touch too much"."""
+    names = _question("r2q9")
+    assert TitleMatcher(names, steps=MATCH_STEPS).match("instructors") is not None
+    with_request = TitleMatcher(names, steps=MATCH_STEPS, context=_question_text("r2q9"))
+    assert with_request.match("instructors") is None
+
+
 def test_missing_model_data_is_one_clear_error(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("REMARK_MODELS_DIR", str(tmp_path))
     with pytest.raises(RemarkError, match="make models"):

@@ -17,6 +17,7 @@ Examples
 True
 """
 
+# long-module: the matcher chain is one class whose steps share the name indexes it builds.
 from __future__ import annotations
 
 import html
@@ -108,7 +109,8 @@ class TitleMatcher:
     `normalized` (`MatchStep`) are tried in order only for a title no earlier step decided (a
     step that finds several items decides: the title stays ambiguous); `matched_by` counts the
     titles each step matched. Results are cached in-process because generated lists repeat the
-    same titles across a training run.
+    same titles across a training run. `context` is the request's text (a ProtoQA question): the
+    semantic step does not count its words as evidence that a title and a name agree.
 
     >>> answers = TitleMatcher([("c1", "birthday", None), ("c2", "car", None)],
     ...                        aliases=[("c2", "automobile")],
@@ -130,6 +132,9 @@ class TitleMatcher:
         wordnet_min_score: float = 1.0,
         semantic_min_similarity: float = 0.65,
         semantic_min_margin: float = 0.1,
+        semantic_supported_similarity: float = 0.55,
+        semantic_supported_margin: float = 0.05,
+        context: str = "",
     ) -> None:
         self.year_tolerance = year_tolerance
         self.steps = tuple(steps)
@@ -137,6 +142,9 @@ class TitleMatcher:
         self.wordnet_min_score = wordnet_min_score
         self.semantic_min_similarity = semantic_min_similarity
         self.semantic_min_margin = semantic_min_margin
+        self.semantic_supported_similarity = semantic_supported_similarity
+        self.semantic_supported_margin = semantic_supported_margin
+        self.context = context
         self.matched_by: dict[str, int] = dict.fromkeys(self.steps, 0)
         self._by_key: dict[str, list[tuple[int | None, str]]] = {}
         names = [(item_id, title, year) for item_id, title, year in items]
@@ -153,6 +161,7 @@ class TitleMatcher:
         self._names_by_sense: _NamesBySense | None = None
         self._by_shape: dict[tuple[int, str], list[tuple[str, str, tuple[str, ...]]]] | None = None
         self._name_vectors: Any = None
+        self._own_words: dict[str, frozenset[str]] | None = None
         self._cache: dict[tuple[str, int | None], str | None] = {}
 
     def match(self, title: str, year: int | None = None) -> str | None:
@@ -257,9 +266,10 @@ class TitleMatcher:
         )
 
     def _semantic(self, title: str, key: str) -> set[str] | None:
-        """The item of the most similar name by sentence embedding, when similar enough and
-        clearly ahead of every other item's most similar name."""
-        from remark_data.stages.ground.semantic import Embedder
+        """The item of the most similar name by sentence embedding, if similar enough and clearly
+        ahead of every other item; or less so, if the title shares a word with its names that
+        no other item's names and no request word (`context`) hold: two signals agreeing."""
+        from remark_data.stages.ground.semantic import Embedder, own_words, ranked_items
 
         if not self._names:
             return None
@@ -267,15 +277,15 @@ class TitleMatcher:
         if self._name_vectors is None:
             self._name_vectors = embedder.embed([name for _, name in self._names])
         similarity = self._name_vectors @ embedder.embed([title])[0]
-        best_by_item: dict[str, float] = {}
-        for (item_id, _), value in zip(self._names, similarity.tolist(), strict=True):
-            best_by_item[item_id] = max(value, best_by_item.get(item_id, -1.0))
-        ranked = sorted(best_by_item.items(), key=lambda pair: -pair[1])
-        best_id, best = ranked[0]
-        runner_up = ranked[1][1] if len(ranked) > 1 else -1.0
-        if best < self.semantic_min_similarity or best - runner_up < self.semantic_min_margin:
+        best_id, best, margin = ranked_items(self._names, similarity.tolist())
+        if best >= self.semantic_min_similarity and margin >= self.semantic_min_margin:
+            return {best_id}
+        if best < self.semantic_supported_similarity or margin < self.semantic_supported_margin:
             return None
-        return {best_id}
+        if self._own_words is None:
+            self._own_words = own_words(self._by_lemma, lemma_key(self.context).split())
+        own = self._own_words.get(best_id, frozenset())
+        return None if own.isdisjoint(key.split()) else {best_id}
 
     _STEPS: ClassVar[dict[str, Callable[[TitleMatcher, str, str], set[str] | None]]] = {
         "lemma": _lemma,

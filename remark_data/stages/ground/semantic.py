@@ -11,7 +11,7 @@ generated line once; `embed` takes whole batches, which is where the model is fa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -64,3 +64,42 @@ class Embedder:
             )
             self._vectors.update(zip(new, vectors, strict=True))
         return np.stack([self._vectors[t] for t in texts])
+
+
+def ranked_items(
+    names: Sequence[tuple[str, str]], similarity: Iterable[float]
+) -> tuple[str, float, float]:
+    """The item whose most similar name is the most similar, that similarity, and its lead over
+    every other item's most similar name (1 + its similarity when it is the only item).
+
+    >>> ranked_items([("a", "age"), ("a", "how old"), ("j", "job")], [0.5, 0.8, 0.6])
+    ('a', 0.8, 0.2...)
+    """
+    best_by_item: dict[str, float] = {}
+    for (item_id, _), value in zip(names, similarity, strict=True):
+        best_by_item[item_id] = max(value, best_by_item.get(item_id, -1.0))
+    ranked = sorted(best_by_item.items(), key=lambda pair: -pair[1])
+    best_id, best = ranked[0]
+    return best_id, best, best - (ranked[1][1] if len(ranked) > 1 else -1.0)
+
+
+def own_words(
+    by_lemma_key: Mapping[str, Iterable[str]], request_words: Iterable[str]
+) -> dict[str, frozenset[str]]:
+    """Per item, the words of its names' lemma keys that no other item's names hold and that
+    are not `request_words`: the words that, shared with a line, point at that item alone.
+
+    >>> words = own_words({"calm": ["c1"], "cat cute": ["c2"], "cat clean": ["c3"]}, ["clean"])
+    >>> {item_id: sorted(own) for item_id, own in words.items()}
+    {'c1': ['calm'], 'c2': ['cute'], 'c3': []}
+    """
+    words_by_item: dict[str, set[str]] = {}
+    for key, item_ids in by_lemma_key.items():
+        for item_id in item_ids:
+            words_by_item.setdefault(item_id, set()).update(key.split())
+    holders: dict[str, int] = {}
+    for words in words_by_item.values():
+        for word in words:
+            holders[word] = holders.get(word, 0) + 1
+    shared = {word for word, n in holders.items() if n > 1} | set(request_words)
+    return {item_id: frozenset(words - shared) for item_id, words in words_by_item.items()}

@@ -139,16 +139,19 @@ def read_protoqa_dev(path: Path, *, dataset: str, source: str, split: str) -> Sc
 
 
 def _train_clusters(
-    answers: pl.DataFrame, *, group_by: Sequence[MatchStep]
+    answers: pl.DataFrame, *, group_by: Sequence[MatchStep], questions: dict[str, str]
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """(request_id, item_id, answer) rows grouping each question's answer strings into items,
-    and how many strings each matcher step folded into an item beyond the normalised key."""
+    and how many strings each matcher step folded into an item beyond the normalised key;
+    `questions` (id -> text) are the matcher's context, as the rewards' rows give it."""
     keyed = with_normalized_key(answers, "answer").filter(pl.col("key") != "")
     by_key = keyed.select("request_id", "key").n_unique()
     folded: dict[str, int] = {}
     if tuple(group_by) != ("normalized",):
         keyed = keyed.sort(["request_id", "count", "answer_index"], descending=[False, True, False])
-        groups, folded = _group_answers(keyed.select("request_id", "answer").rows(), group_by)
+        groups, folded = _group_answers(
+            keyed.select("request_id", "answer").rows(), group_by, questions
+        )
         keyed = keyed.with_columns(pl.Series("key", groups, dtype=pl.String))
     clusters = keyed.select(
         "request_id", pl.format("{}:{}", "request_id", "key").alias("item_id"), "answer"
@@ -160,7 +163,7 @@ def _train_clusters(
 
 
 def _group_answers(
-    answers: list[tuple[str, str]], steps: Sequence[MatchStep]
+    answers: list[tuple[str, str]], steps: Sequence[MatchStep], questions: dict[str, str]
 ) -> tuple[list[str], dict[str, int]]:
     """The group key of each (request_id, answer), most frequent answers first: an answer the
     matcher chain grounds to one of its question's groups joins it, any other founds a group."""
@@ -175,7 +178,7 @@ def _group_answers(
     for request_id, answer in answers:
         if request_id != current:
             current, names = request_id, []
-        matcher = TitleMatcher(names, steps=steps)
+        matcher = TitleMatcher(names, steps=steps, context=questions.get(request_id, ""))
         group = matcher.match(answer)
         if group is None:
             group = normalize_title(answer)
@@ -230,7 +233,7 @@ def read_protoqa_train(
     requests, responses, mentions = _expand(
         answer_frame, questions, dataset=dataset, source=source, split=split
     )
-    clusters, merged = _train_clusters(answer_frame, group_by=group_by)
+    clusters, merged = _train_clusters(answer_frame, group_by=group_by, questions=question_map)
     return ScrapedSource(
         requests=requests,
         responses=responses,
