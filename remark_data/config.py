@@ -135,14 +135,13 @@ class GroundSpec(_Spec):
     year_tolerance: int = Field(default=2, ge=0, le=10)
     fuzzy_cutoff: float = Field(default=90.0, ge=50, le=100, description="rapidfuzz ratio cutoff")
     creator_cutoff: float = Field(default=60.0, ge=0, le=100, description="author/artist check")
-    disambiguate: bool = Field(
-        default=True,
-        description="Resolve same-title items by release date, the thread and the data's prior "
-        "(remark_data.stages.ground.disambiguate); off: they stay ambiguous.",
-    )
+    disambiguate: bool = Field(default=True, description="Same-title rules: ground/disambiguate.py")
     min_prior: int = Field(default=2, ge=1, description="Prior rule: unambiguous mentions needed.")
     prior_ratio: float = Field(
         default=2.0, ge=1.0, description="Prior rule: how many times the runner-up's count."
+    )
+    listing_margin: int = Field(
+        default=2, ge=1, description="Catalog rule: lead in `listed_in` over every other candidate."
     )
 
 

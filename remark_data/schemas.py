@@ -147,7 +147,8 @@ class Grounding(_Row):
         "disambiguated); null otherwise."
     )
     resolution: str | None = Field(
-        description="The rule that chose among the candidates: release_date, thread or prior."
+        description="The rule that chose among the candidates: release_date, thread, prior or "
+        "catalogs."
     )
 
 
@@ -167,6 +168,10 @@ class CatalogItem(_Row):
     merged_ids: list[str] = Field(
         description="Near-duplicate entries folded into this item (same kind and normalised "
         "title, years within 1): their ids no longer occur."
+    )
+    listed_in: int = Field(
+        description="How many of the source catalogs merged into this one list the item (1 for "
+        "a single-source catalog): how widely known it is, which tells same-title items apart."
     )
 
 

@@ -38,6 +38,29 @@ def test_movie_catalogs_merge_by_imdb_id_then_title_and_year() -> None:
     )
 
 
+def test_listed_in_counts_the_source_catalogs_that_name_a_film() -> None:
+    """Computed here from the three files: IMDb ids of MovieLens links and Reddit-Movie v1,
+    and Rank-GRPO's (title, year) pairs."""
+    import json
+    import pickle
+
+    catalog = load_movie_catalog(MOVIE_FILES, dataset="d")
+    listed = dict(catalog.select("item_id", "listed_in").iter_rows())
+    links = pl.read_csv(MOVIE_FILES["movielens_links"], schema_overrides={"imdbId": pl.String})
+    in_movielens = {f"imdb:tt{i}" for i in links["imdbId"]}
+    in_v1 = {f"imdb:{i}" for i in json.loads(MOVIE_FILES["reddit_movie_v1"].read_text()).values()}
+    in_rank_grpo = set(pickle.loads(MOVIE_FILES["rank_grpo"].read_bytes()))
+    for item_id, title, year in (("imdb:tt0172495", "Gladiator", 2000),
+                                 ("imdb:tt0030186", "The Gladiator", 1938),
+                                 ("imdb:tt0054215", "Psycho", 1960)):  # fmt: skip
+        expected = (item_id in in_movielens) + (item_id in in_v1) + ((title, year) in in_rank_grpo)
+        assert listed[item_id] == expected
+    assert listed["imdb:tt0172495"] == 3 and listed["imdb:tt0030186"] == 1
+    assert set(listed.values()) == {1, 2, 3}
+    assert set(load_goodbooks_catalog(C / "books/goodbooks-10k/books.csv", dataset="d")[
+        "listed_in"]) == {1}  # fmt: skip
+
+
 def test_movielens_alternative_titles_and_the_rows_they_absorb() -> None:
     by_id = {
         r["item_id"]: r for r in load_movie_catalog(MOVIE_FILES, dataset="d").iter_rows(named=True)

@@ -20,9 +20,10 @@ def _run(reddit_project, name: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.Data
 def test_each_rule_chooses_what_its_evidence_says(reddit_project) -> None:
     groundings, responses, catalog = _run(reddit_project, "reddit_movies")
     decided = groundings.filter(pl.col("status") == "disambiguated")
-    assert set(decided["resolution"]) == {"release_date", "thread", "prior"}
+    assert set(decided["resolution"]) == {"release_date", "thread", "prior", "catalogs"}
     assert all(i in c for i, c in decided.select("item_id", "candidates").iter_rows())
     years = dict(catalog.select("item_id", "year").iter_rows())
+    listed = dict(catalog.select("item_id", "listed_in").iter_rows())
     written = {
         r: y
         for r, y in responses.select(
@@ -40,9 +41,13 @@ def test_each_rule_chooses_what_its_evidence_says(reddit_project) -> None:
             assert all(years[c] > year for c in others), row
         elif row["resolution"] == "thread":
             assert (row["request_id"], row["item_id"]) in in_thread
-        else:
+        elif row["resolution"] == "prior":
             best = counts.get(row["item_id"], 0)
             assert best >= 2 and all(best >= 2 * counts.get(c, 0) for c in others), row
+        else:  # catalogs: two more source catalogs list it than any other candidate left
+            year = written.get(row["response_id"])  # none for the request's own mentions
+            possible = [c for c in others if None in (year, years[c]) or years[c] <= year]
+            assert all(listed[row["item_id"]] >= listed[c] + 2 for c in possible), row
 
 
 def test_a_film_released_after_the_comment_is_never_chosen(reddit_project) -> None:
@@ -72,9 +77,33 @@ def test_off_leaves_every_same_title_mention_ambiguous(reddit_project) -> None:
         .alias("item_id"),
         pl.lit(None, dtype=pl.String).alias("resolution"),
     )
-    again = resolve_same_titles(undone, responses, catalog, min_prior=2, prior_ratio=2.0)
+    again = resolve_same_titles(
+        undone, responses, catalog, min_prior=2, prior_ratio=2.0, listing_margin=2
+    )
     assert (
         again.select("mention_id", "item_id", "status")
         .sort("mention_id")
         .equals(groundings.select("mention_id", "item_id", "status").sort("mention_id"))
     )
+
+
+def test_the_film_every_source_catalog_lists_is_the_one_meant(reddit_project) -> None:
+    """'Gladiator' and 'Psycho' in r/MovieSuggestions: Reddit-Movie v1, Rank-GRPO's Reddit-v2
+    and MovieLens all list the 2000 and the 1960 film; the other same-title films only one."""
+    groundings, _, catalog = _run(reddit_project, "reddit_movies")
+    for title, meant in (("Gladiator", "imdb:tt0172495"), ("Psycho", "imdb:tt0054215")):
+        same = catalog.filter(pl.col("title").is_in([title, f"The {title}"]))
+        assert dict(same.select("item_id", "listed_in").iter_rows())[meant] == 3
+        by_catalogs = groundings.filter(
+            (pl.col("resolution") == "catalogs") & pl.col("candidates").list.contains(meant)
+        )
+        assert by_catalogs.height > 0 and set(by_catalogs["item_id"]) == {meant}
+
+
+def test_a_one_catalog_lead_decides_nothing(reddit_project) -> None:
+    """The two 2017 'Coco's are listed by two catalogs and by one: too close to call."""
+    groundings, _, catalog = _run(reddit_project, "reddit_movies")
+    cocos = catalog.filter(pl.col("title") == "Coco")["item_id"].to_list()
+    coco = groundings.filter(pl.col("candidates").list.set_intersection(cocos).list.len() == 2)
+    assert coco.height > 0 and set(coco["status"]) <= {"ambiguous", "disambiguated"}
+    assert "catalogs" not in set(coco["resolution"].drop_nulls())

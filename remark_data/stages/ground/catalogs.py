@@ -59,12 +59,13 @@ def load_rank_grpo_catalog(path: Path, *, dataset: str) -> pl.DataFrame:
             pl.lit("movie").alias("kind"),
             pl.lit(None, dtype=pl.String).alias("scope"),
             pl.lit([], dtype=pl.List(pl.String)).alias("merged_ids"),
+            pl.lit(1).alias("listed_in"),
         )
     )
 
 
 def _catalog_frame(frame: pl.DataFrame, *, dataset: str, kind: str) -> pl.DataFrame:
-    """(item_id, title, year, creator, aliases[, merged_ids]) -> the catalog table."""
+    """(item_id, title, year, creator, aliases[, merged_ids, listed_in]) -> the catalog table."""
     return frame.select(
         pl.lit(dataset).alias("dataset"),
         "item_id",
@@ -79,6 +80,7 @@ def _catalog_frame(frame: pl.DataFrame, *, dataset: str, kind: str) -> pl.DataFr
             if "merged_ids" in frame.columns
             else pl.lit([], dtype=pl.List(pl.String))
         ).alias("merged_ids"),
+        (pl.col("listed_in") if "listed_in" in frame.columns else pl.lit(1)).alias("listed_in"),
     )
 
 
@@ -125,6 +127,8 @@ def load_movie_catalog(files: Mapping[str, Path], *, dataset: str) -> pl.DataFra
             .unique(maintain_order=True)
             .alias("names"),
             pl.col("slug_id").drop_nulls().unique(maintain_order=True).alias("merged_ids"),
+            # Reddit-Movie v1, Rank-GRPO's Reddit-v2 and MovieLens each list films people name.
+            pl.col("priority").n_unique().alias("listed_in"),
         )
         .with_columns(
             pl.col("names").list.set_difference(pl.concat_list("title")).alias("aliases"),

@@ -5,7 +5,11 @@ A mention that matches several catalog items is resolved by the first rule that 
 2. `thread` — another mention in the same request named one of them unambiguously;
 3. `prior` — across the dataset, unambiguous mentions of one candidate outnumber every other
    candidate's at least `prior_ratio` to 1 (and number at least `min_prior`): a prior learnt
-   from the data, not from the catalog.
+   from the data, not from the catalog;
+4. `catalogs` — at least `listing_margin` more of the source catalogs merged into the catalog
+   list one candidate than any other (`listed_in`): the "Gladiator" that Reddit-Movie,
+   Rank-GRPO's Reddit-v2 and MovieLens all list, not the 1938 or 1992 one only IMDb's
+   Reddit-Movie ids know. Catalogs of one source (every `listed_in` 1) never decide.
 Otherwise the mention stays ambiguous, with its candidates in the reason.
 """
 
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
-RULES = ("release_date", "thread", "prior")
+RULES = ("release_date", "thread", "prior", "catalogs")
 
 
 def disambiguate(
@@ -23,28 +27,35 @@ def disambiguate(
     *,
     min_prior: int = 2,
     prior_ratio: float = 2.0,
+    listing_margin: int = 2,
 ) -> pl.DataFrame:
     """`ambiguous`: mention_id, request_id, candidates (list of item ids), latest_year (the
     comment's year, nullable). `resolved`: request_id, item_id of unambiguous mentions.
-    `item_years`: item_id, year. Returns mention_id, item_id, resolution, reason for the
-    mentions a rule resolved.
+    `item_years`: item_id, year, listed_in. Returns mention_id, item_id, resolution, reason for
+    the mentions a rule resolved.
 
-    >>> ambiguous = pl.DataFrame({"mention_id": ["m1", "m2"], "request_id": ["r", "r"],
-    ...     "candidates": [["a", "b"], ["c", "d"]], "latest_year": [2010, 2010]})
-    >>> years = pl.DataFrame({"item_id": ["a", "b", "c", "d"], "year": [1990, 2015, 1960, 1998]})
+    >>> ambiguous = pl.DataFrame({"mention_id": ["m1", "m2", "m3"], "request_id": "r",
+    ...     "candidates": [["a", "b"], ["c", "d"], ["e", "f"]], "latest_year": 2010})
+    >>> years = pl.DataFrame({"item_id": ["a", "b", "c", "d", "e", "f"],
+    ...     "year": [1990, 2015, 1960, 1998, 1938, 2000], "listed_in": [1, 1, 1, 1, 1, 3]})
     >>> resolved = pl.DataFrame({"request_id": ["x", "y"], "item_id": ["c", "c"]})
     >>> disambiguate(ambiguous, resolved, years).sort("mention_id").rows()
-    [('m1', 'a', 'release_date', 'b released after the comment'), ('m2', 'c', 'prior', 'unambiguous mentions: c 2, d 0')]
+    [('m1', 'a', 'release_date', 'b released after the comment'), ('m2', 'c', 'prior', 'unambiguous mentions: c 2, d 0'), ('m3', 'f', 'catalogs', 'source catalogs listing: f 3, e 1')]
     """  # noqa: E501
     candidates = (
         ambiguous.select("mention_id", "request_id", "latest_year", item_id="candidates")
         .explode("item_id")
-        .join(item_years.select("item_id", "year").unique("item_id"), on="item_id", how="left")
+        .join(
+            item_years.select("item_id", "year", "listed_in").unique("item_id"),
+            on="item_id",
+            how="left",
+        )
     )
     by_date, rest = _by_release_date(candidates)
     by_thread, rest = _by_thread(rest, resolved)
-    by_prior = _by_prior(rest, resolved, min_prior=min_prior, prior_ratio=prior_ratio)
-    return pl.concat([by_date, by_thread, by_prior])
+    by_prior, rest = _by_prior(rest, resolved, min_prior=min_prior, prior_ratio=prior_ratio)
+    by_listing = _by_listing(rest, listing_margin=listing_margin)
+    return pl.concat([by_date, by_thread, by_prior, by_listing])
 
 
 def _decision(frame: pl.DataFrame, resolution: str, reason: pl.Expr) -> pl.DataFrame:
@@ -78,7 +89,7 @@ def _by_thread(
 
 def _by_prior(
     candidates: pl.DataFrame, resolved: pl.DataFrame, *, min_prior: int, prior_ratio: float
-) -> pl.DataFrame:
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Rule 3: the data's prior, counts of unambiguous mentions across the dataset."""
     counts = resolved.group_by("item_id").agg(pl.len().alias("prior"))
     ranked = (
@@ -96,7 +107,25 @@ def _by_prior(
     clear = ranked.filter(
         (pl.col("best") >= min_prior) & (pl.col("best") >= prior_ratio * pl.col("second"))
     )
-    return _decision(clear, "prior", pl.format("unambiguous mentions: {}", "counts"))
+    decided = _decision(clear, "prior", pl.format("unambiguous mentions: {}", "counts"))
+    return decided, candidates.join(clear, on="mention_id", how="anti")
+
+
+def _by_listing(candidates: pl.DataFrame, *, listing_margin: int) -> pl.DataFrame:
+    """Rule 4: one candidate listed by `listing_margin` more source catalogs than any other."""
+    ranked = (
+        candidates.with_columns(pl.col("listed_in").fill_null(1))
+        .sort(["mention_id", "listed_in", "item_id"], descending=[False, True, False])
+        .group_by("mention_id", maintain_order=True)
+        .agg(
+            pl.col("item_id").first(),
+            pl.col("listed_in").first().alias("best"),
+            pl.col("listed_in").slice(1).max().fill_null(0).alias("second"),
+            pl.format("{} {}", "item_id", "listed_in").str.join(", ").alias("counts"),
+        )
+    )
+    clear = ranked.filter(pl.col("best") - pl.col("second") >= listing_margin)
+    return _decision(clear, "catalogs", pl.format("source catalogs listing: {}", "counts"))
 
 
 def _single(candidates: pl.DataFrame) -> pl.DataFrame:

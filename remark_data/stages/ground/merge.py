@@ -17,6 +17,9 @@ import polars as pl
 
 from remark_data.frames import with_normalized_key
 
+# Columns a folded item combines from its rows (or groups by) instead of taking the first row's.
+_COMBINED = ("aliases", "merged_ids", "kind", "listed_in")
+
 
 def _clusters(rows: pl.DataFrame, *, year_window: int) -> pl.DataFrame:
     """A `cluster` number within each (kind, key): years chained within the window, unknown
@@ -39,11 +42,10 @@ def merge_near_duplicates(catalog: pl.DataFrame, *, year_window: int = 1) -> pl.
     ...     "imdb:tt2", "imdb:tt3", "rg:love:2015", "rg:love:2016"],
     ...     "title": ["Se7en", "Se7en.", "Heat", "Heat", "Love", "Love"],
     ...     "year": [1995, 1996, 1986, 1995, 2015, 2016], "creator": None, "aliases": [[]] * 6,
-    ...     "kind": "movie", "scope": None, "merged_ids": [[]] * 6},
+    ...     "kind": "movie", "scope": None, "merged_ids": [[]] * 6, "listed_in": 1},
     ...     schema_overrides={"creator": pl.String, "scope": pl.String,
     ...     "aliases": pl.List(pl.String), "merged_ids": pl.List(pl.String)})
-    >>> merged = merge_near_duplicates(catalog)
-    >>> merged.select("item_id", "aliases", "merged_ids").rows()
+    >>> merge_near_duplicates(catalog).select("item_id", "aliases", "merged_ids").rows()
     [('imdb:tt1', ['Se7en.'], ['mv:se7en:1996']), ('imdb:tt2', [], []), ('imdb:tt3', [], []), ('rg:love:2015', [], []), ('rg:love:2016', [], [])]
     """  # noqa: E501
     columns = catalog.columns
@@ -71,7 +73,8 @@ def merge_near_duplicates(catalog: pl.DataFrame, *, year_window: int = 1) -> pl.
         .sort([*group, "imdb", "order"], descending=[False, False, False, True, False])
         .group_by(group, maintain_order=True)
         .agg(
-            *(pl.col(c).first() for c in columns if c not in ("aliases", "merged_ids", "kind")),
+            *(pl.col(c).first() for c in columns if c not in _COMBINED),
+            pl.col("listed_in").max(),
             pl.col("order").first(),
             pl.concat_list("title", "aliases")
             .list.explode(keep_nulls=False, empty_as_null=False)

@@ -45,6 +45,7 @@ def ground(context: StageContext) -> StageOutput:
             catalog,
             min_prior=settings.min_prior,
             prior_ratio=settings.prior_ratio,
+            listing_margin=settings.listing_margin,
         )
     groundings = in_mention_order(groundings, mentions)
     by_status = groundings.group_by("status").len()
@@ -87,6 +88,7 @@ def resolve_same_titles(
     *,
     min_prior: int,
     prior_ratio: float,
+    listing_margin: int,
 ) -> pl.DataFrame:
     """Ambiguous groundings that a `disambiguate` rule settles become `disambiguated`, with
     the rule in `resolution` and its evidence in `reason`; the candidates stay listed."""
@@ -107,9 +109,10 @@ def resolve_same_titles(
     decided = disambiguate(
         ambiguous,
         unambiguous,
-        catalog.select("item_id", "year"),
+        catalog.select("item_id", "year", "listed_in"),
         min_prior=min_prior,
         prior_ratio=prior_ratio,
+        listing_margin=listing_margin,
     )
     return (
         groundings.join(decided, on="mention_id", how="left", suffix="_decided")
