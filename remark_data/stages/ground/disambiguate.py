@@ -92,17 +92,11 @@ def _by_prior(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Rule 3: the data's prior, counts of unambiguous mentions across the dataset."""
     counts = resolved.group_by("item_id").agg(pl.len().alias("prior"))
-    ranked = (
-        candidates.join(counts, on="item_id", how="left")
-        .with_columns(pl.col("prior").fill_null(0))
-        .sort(["mention_id", "prior", "item_id"], descending=[False, True, False])
-        .group_by("mention_id", maintain_order=True)
-        .agg(
-            pl.col("item_id").first(),
-            pl.col("prior").first().alias("best"),
-            pl.col("prior").slice(1).max().fill_null(0).alias("second"),
-            pl.format("{} {}", "item_id", "prior").str.join(", ").alias("counts"),
-        )
+    ranked = _ranked(
+        candidates.join(counts, on="item_id", how="left").with_columns(
+            pl.col("prior").fill_null(0)
+        ),
+        "prior",
     )
     clear = ranked.filter(
         (pl.col("best") >= min_prior) & (pl.col("best") >= prior_ratio * pl.col("second"))
@@ -113,19 +107,24 @@ def _by_prior(
 
 def _by_listing(candidates: pl.DataFrame, *, listing_margin: int) -> pl.DataFrame:
     """Rule 4: one candidate listed by `listing_margin` more source catalogs than any other."""
-    ranked = (
-        candidates.with_columns(pl.col("listed_in").fill_null(1))
-        .sort(["mention_id", "listed_in", "item_id"], descending=[False, True, False])
+    ranked = _ranked(candidates.with_columns(pl.col("listed_in").fill_null(1)), "listed_in")
+    clear = ranked.filter(pl.col("best") - pl.col("second") >= listing_margin)
+    return _decision(clear, "catalogs", pl.format("source catalogs listing: {}", "counts"))
+
+
+def _ranked(candidates: pl.DataFrame, score: str) -> pl.DataFrame:
+    """Per mention: the candidate with the highest `score` (ties: the smallest id), its score
+    (`best`), the next one's (`second`, 0 if none) and every "id score" (`counts`)."""
+    return (
+        candidates.sort(["mention_id", score, "item_id"], descending=[False, True, False])
         .group_by("mention_id", maintain_order=True)
         .agg(
             pl.col("item_id").first(),
-            pl.col("listed_in").first().alias("best"),
-            pl.col("listed_in").slice(1).max().fill_null(0).alias("second"),
-            pl.format("{} {}", "item_id", "listed_in").str.join(", ").alias("counts"),
+            pl.col(score).first().alias("best"),
+            pl.col(score).slice(1).max().fill_null(0).alias("second"),
+            pl.format("{} {}", "item_id", score).str.join(", ").alias("counts"),
         )
     )
-    clear = ranked.filter(pl.col("best") - pl.col("second") >= listing_margin)
-    return _decision(clear, "catalogs", pl.format("source catalogs listing: {}", "counts"))
 
 
 def _single(candidates: pl.DataFrame) -> pl.DataFrame:
