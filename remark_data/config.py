@@ -141,7 +141,7 @@ class GroundSpec(_Spec):
         default=2.0, ge=1.0, description="Prior rule: how many times the runner-up's count."
     )
     listing_margin: int = Field(
-        default=2, ge=1, description="Catalog rule: lead in `listed_in` over every other candidate."
+        default=2, ge=1, description="Catalog rule: lead in `listed_by` over every other candidate."
     )
 
 

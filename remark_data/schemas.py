@@ -169,9 +169,9 @@ class CatalogItem(_Row):
         description="Near-duplicate entries folded into this item (same kind and normalised "
         "title, years within 1): their ids no longer occur."
     )
-    listed_in: int = Field(
-        description="How many of the source catalogs merged into this one list the item (1 for "
-        "a single-source catalog): how widely known it is, which tells same-title items apart."
+    listed_by: list[str] = Field(
+        description="The source catalogs merged into this one that list the item (empty for a "
+        "single-source catalog): how widely known it is, which tells same-title items apart."
     )
 
 

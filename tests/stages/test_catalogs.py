@@ -5,6 +5,7 @@ from remark_data.stages.ground.catalogs import (
     load_movie_catalog,
     load_music_catalog,
 )
+from remark_data.stages.ground.merge import merge_near_duplicates
 from tests.conftest import CORPUS
 
 C = CORPUS / "catalogs"
@@ -38,14 +39,15 @@ def test_movie_catalogs_merge_by_imdb_id_then_title_and_year() -> None:
     )
 
 
-def test_listed_in_counts_the_source_catalogs_that_name_a_film() -> None:
+def test_listed_by_names_the_source_catalogs_that_list_a_film() -> None:
     """Computed here from the three files: IMDb ids of MovieLens links and Reddit-Movie v1,
-    and Rank-GRPO's (title, year) pairs."""
+    and Rank-GRPO's (title, year) pairs. Near-duplicates folded across years keep the sources
+    of both rows; a Rank-GRPO row that joined one of two same-title films lists neither."""
     import json
     import pickle
 
     catalog = load_movie_catalog(MOVIE_FILES, dataset="d")
-    listed = dict(catalog.select("item_id", "listed_in").iter_rows())
+    listed = dict(catalog.select("item_id", "listed_by").iter_rows())
     links = pl.read_csv(MOVIE_FILES["movielens_links"], schema_overrides={"imdbId": pl.String})
     in_movielens = {f"imdb:tt{i}" for i in links["imdbId"]}
     in_v1 = {f"imdb:{i}" for i in json.loads(MOVIE_FILES["reddit_movie_v1"].read_text()).values()}
@@ -53,12 +55,20 @@ def test_listed_in_counts_the_source_catalogs_that_name_a_film() -> None:
     for item_id, title, year in (("imdb:tt0172495", "Gladiator", 2000),
                                  ("imdb:tt0030186", "The Gladiator", 1938),
                                  ("imdb:tt0054215", "Psycho", 1960)):  # fmt: skip
-        expected = (item_id in in_movielens) + (item_id in in_v1) + ((title, year) in in_rank_grpo)
-        assert listed[item_id] == expected
-    assert listed["imdb:tt0172495"] == 3 and listed["imdb:tt0030186"] == 1
-    assert set(listed.values()) == {1, 2, 3}
-    assert set(load_goodbooks_catalog(C / "books/goodbooks-10k/books.csv", dataset="d")[
-        "listed_in"]) == {1}  # fmt: skip
+        expected = {"movielens"} if item_id in in_movielens else set()
+        expected |= {"reddit_movie_v1"} if item_id in in_v1 else set()
+        expected |= {"rank_grpo"} if (title, year) in in_rank_grpo else set()
+        assert set(listed[item_id]) == expected
+    assert len(listed["imdb:tt0172495"]) == 3 and listed["imdb:tt0030186"] == ["reddit_movie_v1"]
+    # Freaky Friday 1977 (MovieLens) and Rank-GRPO's 1976 row fold into one item listed by both.
+    folded = merge_near_duplicates(catalog).filter(pl.col("item_id") == "imdb:tt0076054")
+    assert listed["imdb:tt0076054"] == ["movielens"]
+    assert folded["listed_by"].to_list() == [["movielens", "rank_grpo"]]
+    # Two IMDb "Spotlight"s of 2015: Rank-GRPO's row joined one of them and lists neither.
+    assert "rank_grpo" not in listed["imdb:tt7785302"]
+    assert {len(sources) for sources in listed.values()} == {1, 2, 3}
+    books = load_goodbooks_catalog(C / "books/goodbooks-10k/books.csv", dataset="d")
+    assert set(books["listed_by"].list.len()) == {0}
 
 
 def test_movielens_alternative_titles_and_the_rows_they_absorb() -> None:

@@ -23,7 +23,7 @@ def test_each_rule_chooses_what_its_evidence_says(reddit_project) -> None:
     assert set(decided["resolution"]) == {"release_date", "thread", "prior", "catalogs"}
     assert all(i in c for i, c in decided.select("item_id", "candidates").iter_rows())
     years = dict(catalog.select("item_id", "year").iter_rows())
-    listed = dict(catalog.select("item_id", "listed_in").iter_rows())
+    listed = dict(catalog.select("item_id", pl.col("listed_by").list.len()).iter_rows())
     written = {
         r: y
         for r, y in responses.select(
@@ -93,7 +93,7 @@ def test_the_film_every_source_catalog_lists_is_the_one_meant(reddit_project) ->
     groundings, _, catalog = _run(reddit_project, "reddit_movies")
     for title, meant in (("Gladiator", "imdb:tt0172495"), ("Psycho", "imdb:tt0054215")):
         same = catalog.filter(pl.col("title").is_in([title, f"The {title}"]))
-        assert dict(same.select("item_id", "listed_in").iter_rows())[meant] == 3
+        assert len(dict(same.select("item_id", "listed_by").iter_rows())[meant]) == 3
         by_catalogs = groundings.filter(
             (pl.col("resolution") == "catalogs") & pl.col("candidates").list.contains(meant)
         )

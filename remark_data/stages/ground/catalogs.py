@@ -59,13 +59,13 @@ def load_rank_grpo_catalog(path: Path, *, dataset: str) -> pl.DataFrame:
             pl.lit("movie").alias("kind"),
             pl.lit(None, dtype=pl.String).alias("scope"),
             pl.lit([], dtype=pl.List(pl.String)).alias("merged_ids"),
-            pl.lit(1).alias("listed_in"),
+            pl.lit([], dtype=pl.List(pl.String)).alias("listed_by"),
         )
     )
 
 
 def _catalog_frame(frame: pl.DataFrame, *, dataset: str, kind: str) -> pl.DataFrame:
-    """(item_id, title, year, creator, aliases[, merged_ids, listed_in]) -> the catalog table."""
+    """(item_id, title, year, creator, aliases[, merged_ids, listed_by]) -> the catalog table."""
     return frame.select(
         pl.lit(dataset).alias("dataset"),
         "item_id",
@@ -80,8 +80,15 @@ def _catalog_frame(frame: pl.DataFrame, *, dataset: str, kind: str) -> pl.DataFr
             if "merged_ids" in frame.columns
             else pl.lit([], dtype=pl.List(pl.String))
         ).alias("merged_ids"),
-        (pl.col("listed_in") if "listed_in" in frame.columns else pl.lit(1)).alias("listed_in"),
+        (
+            pl.col("listed_by").cast(pl.List(pl.String))
+            if "listed_by" in frame.columns
+            else pl.lit([], dtype=pl.List(pl.String))
+        ).alias("listed_by"),
     )
+
+
+_SOURCE_NAMES = {0: "movielens", 1: "reddit_movie_v1", 2: "rank_grpo"}  # by merge priority
 
 
 def load_movie_catalog(files: Mapping[str, Path], *, dataset: str) -> pl.DataFrame:
@@ -115,6 +122,10 @@ def load_movie_catalog(files: Mapping[str, Path], *, dataset: str) -> pl.DataFra
         # `merged_ids`, so an id handed out while it stood alone (gold labels, published
         # datasets, catalogs parsed before) still resolves.
         pl.when(pl.col("joined_imdb")).then(slug_id).alias("slug_id"),
+        # A row that joined one of several same-title, same-year films lists none of them.
+        pl.when(~pl.col("joined_one_of"))
+        .then(pl.col("priority").replace_strict(_SOURCE_NAMES, return_dtype=pl.String))
+        .alias("listed"),
     )
     merged = (
         rows.sort("priority")
@@ -128,7 +139,7 @@ def load_movie_catalog(files: Mapping[str, Path], *, dataset: str) -> pl.DataFra
             .alias("names"),
             pl.col("slug_id").drop_nulls().unique(maintain_order=True).alias("merged_ids"),
             # Reddit-Movie v1, Rank-GRPO's Reddit-v2 and MovieLens each list films people name.
-            pl.col("priority").n_unique().alias("listed_in"),
+            pl.col("listed").drop_nulls().unique().sort().alias("listed_by"),
         )
         .with_columns(
             pl.col("names").list.set_difference(pl.concat_list("title")).alias("aliases"),

@@ -7,9 +7,9 @@ A mention that matches several catalog items is resolved by the first rule that 
    candidate's at least `prior_ratio` to 1 (and number at least `min_prior`): a prior learnt
    from the data, not from the catalog;
 4. `catalogs` — at least `listing_margin` more of the source catalogs merged into the catalog
-   list one candidate than any other (`listed_in`): the "Gladiator" that Reddit-Movie,
+   list one candidate than any other (`listed_by`): the "Gladiator" that Reddit-Movie,
    Rank-GRPO's Reddit-v2 and MovieLens all list, not the 1938 or 1992 one only IMDb's
-   Reddit-Movie ids know. Catalogs of one source (every `listed_in` 1) never decide.
+   Reddit-Movie ids know. Catalogs of one source (every `listed_by` empty) never decide.
 Otherwise the mention stays ambiguous, with its candidates in the reason.
 """
 
@@ -31,22 +31,24 @@ def disambiguate(
 ) -> pl.DataFrame:
     """`ambiguous`: mention_id, request_id, candidates (list of item ids), latest_year (the
     comment's year, nullable). `resolved`: request_id, item_id of unambiguous mentions.
-    `item_years`: item_id, year, listed_in. Returns mention_id, item_id, resolution, reason for
+    `item_years`: item_id, year, listed_by. Returns mention_id, item_id, resolution, reason for
     the mentions a rule resolved.
 
     >>> ambiguous = pl.DataFrame({"mention_id": ["m1", "m2", "m3"], "request_id": "r",
     ...     "candidates": [["a", "b"], ["c", "d"], ["e", "f"]], "latest_year": 2010})
     >>> years = pl.DataFrame({"item_id": ["a", "b", "c", "d", "e", "f"],
-    ...     "year": [1990, 2015, 1960, 1998, 1938, 2000], "listed_in": [1, 1, 1, 1, 1, 3]})
+    ...     "year": [1990, 2015, 1960, 1998, 1938, 2000], "listed_by": [[]] * 5 + [["a", "b", "c"]]})
     >>> resolved = pl.DataFrame({"request_id": ["x", "y"], "item_id": ["c", "c"]})
     >>> disambiguate(ambiguous, resolved, years).sort("mention_id").rows()
-    [('m1', 'a', 'release_date', 'b released after the comment'), ('m2', 'c', 'prior', 'unambiguous mentions: c 2, d 0'), ('m3', 'f', 'catalogs', 'source catalogs listing: f 3, e 1')]
+    [('m1', 'a', 'release_date', 'b released after the comment'), ('m2', 'c', 'prior', 'unambiguous mentions: c 2, d 0'), ('m3', 'f', 'catalogs', 'source catalogs listing: f 3, e 0')]
     """  # noqa: E501
     candidates = (
         ambiguous.select("mention_id", "request_id", "latest_year", item_id="candidates")
         .explode("item_id")
         .join(
-            item_years.select("item_id", "year", "listed_in").unique("item_id"),
+            item_years.select("item_id", "year", listed_in=pl.col("listed_by").list.len()).unique(
+                "item_id"
+            ),
             on="item_id",
             how="left",
         )
@@ -107,7 +109,7 @@ def _by_prior(
 
 def _by_listing(candidates: pl.DataFrame, *, listing_margin: int) -> pl.DataFrame:
     """Rule 4: one candidate listed by `listing_margin` more source catalogs than any other."""
-    ranked = _ranked(candidates.with_columns(pl.col("listed_in").fill_null(1)), "listed_in")
+    ranked = _ranked(candidates.with_columns(pl.col("listed_in").fill_null(0)), "listed_in")
     clear = ranked.filter(pl.col("best") - pl.col("second") >= listing_margin)
     return _decision(clear, "catalogs", pl.format("source catalogs listing: {}", "counts"))
 

@@ -18,7 +18,7 @@ import polars as pl
 from remark_data.frames import with_normalized_key
 
 # Columns a folded item combines from its rows (or groups by) instead of taking the first row's.
-_COMBINED = ("aliases", "merged_ids", "kind", "listed_in")
+_COMBINED = ("aliases", "merged_ids", "kind", "listed_by")
 
 
 def _clusters(rows: pl.DataFrame, *, year_window: int) -> pl.DataFrame:
@@ -42,9 +42,10 @@ def merge_near_duplicates(catalog: pl.DataFrame, *, year_window: int = 1) -> pl.
     ...     "imdb:tt2", "imdb:tt3", "rg:love:2015", "rg:love:2016"],
     ...     "title": ["Se7en", "Se7en.", "Heat", "Heat", "Love", "Love"],
     ...     "year": [1995, 1996, 1986, 1995, 2015, 2016], "creator": None, "aliases": [[]] * 6,
-    ...     "kind": "movie", "scope": None, "merged_ids": [[]] * 6, "listed_in": 1},
+    ...     "kind": "movie", "scope": None, "merged_ids": [[]] * 6, "listed_by": [[]] * 6},
     ...     schema_overrides={"creator": pl.String, "scope": pl.String,
-    ...     "aliases": pl.List(pl.String), "merged_ids": pl.List(pl.String)})
+    ...     "aliases": pl.List(pl.String), "merged_ids": pl.List(pl.String),
+    ...     "listed_by": pl.List(pl.String)})
     >>> merge_near_duplicates(catalog).select("item_id", "aliases", "merged_ids").rows()
     [('imdb:tt1', ['Se7en.'], ['mv:se7en:1996']), ('imdb:tt2', [], []), ('imdb:tt3', [], []), ('rg:love:2015', [], []), ('rg:love:2016', [], [])]
     """  # noqa: E501
@@ -74,7 +75,7 @@ def merge_near_duplicates(catalog: pl.DataFrame, *, year_window: int = 1) -> pl.
         .group_by(group, maintain_order=True)
         .agg(
             *(pl.col(c).first() for c in columns if c not in _COMBINED),
-            pl.col("listed_in").max(),
+            pl.col("listed_by").explode().drop_nulls().unique().sort(),
             pl.col("order").first(),
             pl.concat_list("title", "aliases")
             .list.explode(keep_nulls=False, empty_as_null=False)

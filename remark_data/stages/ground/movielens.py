@@ -59,14 +59,17 @@ def movielens_titles(movies: Path, links: Path) -> pl.DataFrame:
 
 def join_imdb_ids(rows: pl.DataFrame) -> pl.DataFrame:
     """Rows (key, year, imdb, aliases) with `imdb` filled where another row of the same film
-    has one, and `joined_imdb`: whether it was filled so.
+    has one, `joined_imdb`: whether it was filled so, and `joined_one_of`: whether by a title
+    that several IMDb films of that year share (the first is taken).
 
     A row without an IMDb id joins the IMDb group of the same key and year, when there is one:
     by title, else by an alias that names one IMDb film ("Sunset Boulevard", 1950, is
     MovieLens' "Sunset Blvd.").
     """
     with_imdb = rows.filter(pl.col("imdb").is_not_null())
-    by_title = with_imdb.group_by("key", "year").agg(pl.col("imdb").first().alias("known_imdb"))
+    by_title = with_imdb.group_by("key", "year").agg(
+        pl.col("imdb").first().alias("known_imdb"), (pl.col("imdb").n_unique() > 1).alias("several")
+    )
     by_alias = (
         with_normalized_key(
             with_imdb.select("year", "imdb", alias="aliases").explode("alias").drop_nulls(),
@@ -75,7 +78,7 @@ def join_imdb_ids(rows: pl.DataFrame) -> pl.DataFrame:
         .group_by("key", "year")
         .agg(pl.col("imdb").unique().alias("known_imdb"))
         .filter(pl.col("known_imdb").list.len() == 1)
-        .with_columns(pl.col("known_imdb").list.first())
+        .with_columns(pl.col("known_imdb").list.first(), several=pl.lit(False))
         .join(by_title, on=["key", "year"], how="anti")
     )
     return (
@@ -84,5 +87,6 @@ def join_imdb_ids(rows: pl.DataFrame) -> pl.DataFrame:
             pl.coalesce("imdb", "known_imdb").alias("imdb"),
             (pl.col("imdb").is_null() & pl.col("known_imdb").is_not_null()).alias("joined_imdb"),
         )
-        .drop("known_imdb")
+        .with_columns((pl.col("joined_imdb") & pl.col("several")).alias("joined_one_of"))
+        .drop("known_imdb", "several")
     )

@@ -109,7 +109,7 @@ def resolve_same_titles(
     decided = disambiguate(
         ambiguous,
         unambiguous,
-        catalog.select("item_id", "year", "listed_in"),
+        catalog.select("item_id", "year", "listed_by"),
         min_prior=min_prior,
         prior_ratio=prior_ratio,
         listing_margin=listing_margin,

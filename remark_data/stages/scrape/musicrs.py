@@ -98,7 +98,7 @@ def _song_catalog(songs: dict[str, tuple[str, str | None]], *, dataset: str) -> 
         pl.lit("song").alias("kind"),
         pl.lit(None, dtype=pl.String).alias("scope"),
         pl.lit([], dtype=pl.List(pl.String)).alias("merged_ids"),
-        pl.lit(1).alias("listed_in"),
+        pl.lit([], dtype=pl.List(pl.String)).alias("listed_by"),
     )
 
 

@@ -82,7 +82,7 @@ def _cluster_catalog(clusters: pl.DataFrame, answers: pl.DataFrame, dataset: str
             pl.lit("answer").alias("kind"),
             pl.col("request_id").alias("scope"),
             pl.lit([], dtype=pl.List(pl.String)).alias("merged_ids"),
-            pl.lit(1).alias("listed_in"),
+            pl.lit([], dtype=pl.List(pl.String)).alias("listed_by"),
         )
     )
 
