@@ -47,9 +47,13 @@ _LABEL_COLUMNS = (
 
 
 def to_trl_dataset(labels: pl.DataFrame) -> datasets.Dataset:
-    """Labels -> a TRL dataset: conversational `prompt` plus the label columns."""
+    """Labels -> a TRL dataset: conversational `prompt` plus the label columns; with the
+    semantic match step, `request` too: the request text as labelled, whose words are no match
+    evidence (`TitleMatcher`), whatever a training script adds to the prompt it generates from."""
     import datasets
     import polars as pl
+
+    semantic = labels.height > 0 and labels["match_steps"].list.contains("semantic").any()
 
     frame = labels.select(
         conversational_prompt(),
@@ -70,21 +74,20 @@ def to_trl_dataset(labels: pl.DataFrame) -> datasets.Dataset:
         "seen_item_ids",
         "seen_titles",
         "match_steps",
+        *([pl.col("prompt").alias("request")] if semantic else []),
     )
     return datasets.Dataset(frame.to_arrow())
 
 
-def _rows(
-    prompts: Sequence[Any] | None, kwargs: dict[str, Any], n: int
-) -> list[dict[str, Any] | None]:
+def _rows(kwargs: dict[str, Any], n: int) -> list[dict[str, Any] | None]:
     rows: list[dict[str, Any] | None] = []
     for index in range(n):
         if kwargs.get("responder_item_ids") is None or kwargs["responder_item_ids"][index] is None:
             rows.append(None)
             continue
         row = {c: kwargs[c][index] for c in _LABEL_COLUMNS if kwargs.get(c) is not None}
-        if prompts is not None:  # the request: its words are no match evidence (`TitleMatcher`)
-            row["prompt"] = prompts[index]
+        if kwargs.get("request") is not None:  # its words are no match evidence (`TitleMatcher`)
+            row["prompt"] = kwargs["request"][index]
         rows.append(row)
     return rows
 
@@ -109,7 +112,7 @@ class RewardFunction:
         self, prompts: Sequence[Any] | None, completions: Sequence[Any], **kwargs: Any
     ) -> list[Any]:
         score = self.scorer.per_rank if self.per_rank else self.scorer.scalar
-        rows = _rows(prompts, kwargs, len(completions))
+        rows = _rows(kwargs, len(completions))
         return [
             None if row is None else score(completion_text(completion), row)
             for completion, row in zip(completions, rows, strict=True)

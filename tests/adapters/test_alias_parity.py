@@ -9,7 +9,8 @@ import polars as pl
 
 from remark_data.adapters.export import export_labels
 from remark_data.adapters.openrlhf import reward_func
-from remark_data.adapters.trl import make_reward_func
+from remark_data.adapters.payload import label_payload
+from remark_data.adapters.trl import make_reward_func, to_trl_dataset
 from remark_data.adapters.verl import compute_score
 from remark_data.diagnose.rollouts import groups_from_completions, label_rows
 from remark_data.rewards import ListScorer
@@ -101,3 +102,20 @@ def test_protoqa_exports_pay_what_diagnose_measures(built_project, tmp_path) -> 
 def test_reddit_v2_exports_pay_what_diagnose_measures(built_project, tmp_path) -> None:
     labels = run_folder(built_project, "reddit_v2").read("aggregate", "labels")
     assert _check(labels, _reddit_completions(labels), tmp_path) >= 40
+
+
+def test_trl_reads_the_request_as_labelled_not_the_prompt_a_script_sends(built_project) -> None:
+    """ProtoQA r2q25 (why prefer a cat over a dog): "cats are calmer" is matched by the
+    semantic step because "calm" is a word of one cluster alone. A training script that adds
+    "Stay calm and list answers." to the prompt must not change the reward: the TRL rows carry
+    the request as labelled (`request`), as the verl and OpenRLHF labels carry `prompt`."""
+    labels = run_folder(built_project, "protoqa").read("aggregate", "labels")
+    labels = labels.filter(pl.col("request_id") == "r2q25")
+    (row,) = to_trl_dataset(labels).to_list()
+    assert row["request"] == labels["prompt"][0]
+    columns = {c: [v] for c, v in row.items() if c != "prompt"}
+    reward = make_reward_func(reward="union", max_ranks=20)
+    templated = [{"role": "user", "content": row["request"] + "\nStay calm and list answers."}]
+    (got,) = reward(prompts=[templated], completions=["cats are calmer"], **columns)
+    payload = json.dumps(label_payload(labels.row(0, named=True)))
+    assert got == compute_score("protoqa", "cats are calmer", payload) == 1.0
