@@ -43,9 +43,8 @@ def merge_near_duplicates(catalog: pl.DataFrame, *, year_window: int = 1) -> pl.
     ...     "title": ["Se7en", "Se7en.", "Heat", "Heat", "Love", "Love"],
     ...     "year": [1995, 1996, 1986, 1995, 2015, 2016], "creator": None, "aliases": [[]] * 6,
     ...     "kind": "movie", "scope": None, "merged_ids": [[]] * 6, "listed_by": [[]] * 6},
-    ...     schema_overrides={"creator": pl.String, "scope": pl.String,
-    ...     "aliases": pl.List(pl.String), "merged_ids": pl.List(pl.String),
-    ...     "listed_by": pl.List(pl.String)})
+    ...     schema_overrides={"creator": pl.String, "scope": pl.String} | dict.fromkeys(
+    ...     ["aliases", "merged_ids", "listed_by"], pl.List(pl.String)))
     >>> merge_near_duplicates(catalog).select("item_id", "aliases", "merged_ids").rows()
     [('imdb:tt1', ['Se7en.'], ['mv:se7en:1996']), ('imdb:tt2', [], []), ('imdb:tt3', [], []), ('rg:love:2015', [], []), ('rg:love:2016', [], [])]
     """  # noqa: E501
