@@ -11,6 +11,7 @@ generated line once; `embed` takes whole batches, which is where the model is fa
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -97,9 +98,6 @@ def own_words(
     for key, item_ids in by_lemma_key.items():
         for item_id in item_ids:
             words_by_item.setdefault(item_id, set()).update(key.split())
-    holders: dict[str, int] = {}
-    for words in words_by_item.values():
-        for word in words:
-            holders[word] = holders.get(word, 0) + 1
+    holders = Counter(word for words in words_by_item.values() for word in words)
     shared = {word for word, n in holders.items() if n > 1} | set(request_words)
     return {item_id: frozenset(words - shared) for item_id, words in words_by_item.items()}
